@@ -1,0 +1,31 @@
+export { RateLimitModule } from './rate-limit.module.js';
+export type { RateLimitOptionsFactory } from './rate-limit.module-definition.js';
+export { RateLimitGuard } from './rate-limit.guard.js';
+export { RateLimit, SkipRateLimit } from './rate-limit.decorator.js';
+export { RateLimiter } from './rate-limiter.service.js';
+export {
+  RateLimitExceededException,
+  RateLimitUnavailableException,
+  type RateLimitErrorBody,
+} from './rate-limit.exceptions.js';
+export { RateLimitExceptionFilter } from './rate-limit.filter.js';
+export { RateLimitConfigError } from './rate-limit-config.error.js';
+export { rateLimitHeaders } from './rate-limit-headers.js';
+export { RATE_LIMIT_OPTIONS, RATE_LIMIT_REDIS, RATE_LIMIT_STORE } from './rate-limit.constants.js';
+export type { Algorithm, KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
+export type {
+  ClockOption,
+  FailureMode,
+  HeaderStyle,
+  RateLimitModuleOptions,
+} from './rate-limit-options.interface.js';
+export type { PolicyResult, RateLimitDecision } from './rate-limit-decision.interface.js';
+export type { ResolvedRateLimitOptions } from './resolved-options.js';
+export type {
+  DecideRequest,
+  PolicyVerdict,
+  RateLimitStore,
+  StoreDecision,
+} from './stores/rate-limit-store.interface.js';
+export { RedisStore } from './stores/redis.store.js';
+export { MemoryStore } from './stores/memory.store.js';

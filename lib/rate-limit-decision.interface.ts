@@ -1,0 +1,24 @@
+/** How one policy judged a request. Times are in milliseconds. */
+export interface PolicyResult {
+  policy: string;
+  /** Whether this policy alone would admit the request (an extension of the contract). */
+  allowed: boolean;
+  limit: number;
+  /** The policy's window in ms (an extension of the contract: headers need it). */
+  window: number;
+  /** Never negative. */
+  remaining: number;
+  /** Until the policy is fully replenished. */
+  resetMs: number;
+  /** 0 when allowed; else the earliest time a retry can succeed, all else unchanged. */
+  retryAfterMs: number;
+  /** Leaky bucket: how long to wait before proceeding; else 0. */
+  delayMs: number;
+}
+
+/** The verdict on one request: admitted only if every policy admitted it. */
+export interface RateLimitDecision {
+  allowed: boolean;
+  /** One per policy, in the order given. */
+  results: PolicyResult[];
+}

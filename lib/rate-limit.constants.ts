@@ -1,0 +1,9 @@
+/** The resolved module options (`ResolvedRateLimitOptions`). */
+export const RATE_LIMIT_OPTIONS = Symbol('RATE_LIMIT_OPTIONS');
+/** The ioredis client (`Redis` or `Cluster`) when Redis is used, else null. */
+export const RATE_LIMIT_REDIS = Symbol('RATE_LIMIT_REDIS');
+/** The `RateLimitStore` deciding requests: Redis or the embedded one. */
+export const RATE_LIMIT_STORE = Symbol('RATE_LIMIT_STORE');
+
+export const RATE_LIMIT_POLICIES_METADATA = 'nestjs-redis-rate-limiter:policies';
+export const SKIP_RATE_LIMIT_METADATA = 'nestjs-redis-rate-limiter:skip';

@@ -1,0 +1,48 @@
+import { HttpException, HttpStatus } from '@nestjs/common';
+
+/** Body of every 429 and 503 the limiter answers. */
+export interface RateLimitErrorBody {
+  statusCode: number;
+  error: string;
+  message: string;
+  /** Whole seconds, equal to the Retry-After header. */
+  retryAfter: number;
+}
+
+abstract class RateLimitHttpException extends HttpException {
+  /** @param retryAfter whole seconds (at least 1), sent as Retry-After and in the body */
+  protected constructor(
+    status: HttpStatus,
+    error: string,
+    message: string,
+    readonly retryAfter: number,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      { statusCode: status, error, message, retryAfter } satisfies RateLimitErrorBody,
+      status,
+      options,
+    );
+  }
+}
+
+/** 429: a policy denied the request. */
+export class RateLimitExceededException extends RateLimitHttpException {
+  constructor(message = 'Too many requests, please retry later.', retryAfter = 1) {
+    super(HttpStatus.TOO_MANY_REQUESTS, 'Too Many Requests', message, retryAfter);
+  }
+}
+
+/** 503: the store failed or missed the deadline (the guard throws it under failureMode 'closed'). */
+export class RateLimitUnavailableException extends RateLimitHttpException {
+  constructor(
+    message = 'Rate limiting is unavailable, please retry later.',
+    retryAfter = 1,
+    cause?: unknown,
+  ) {
+    super(HttpStatus.SERVICE_UNAVAILABLE, 'Service Unavailable', message, retryAfter, { cause });
+  }
+}
+
+/** Whole seconds for Retry-After: rounded up, at least 1. */
+export const retryAfterSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));

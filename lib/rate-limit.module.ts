@@ -1,0 +1,76 @@
+import { Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, DiscoveryModule } from '@nestjs/core';
+import { RATE_LIMIT_OPTIONS, RATE_LIMIT_REDIS, RATE_LIMIT_STORE } from './rate-limit.constants.js';
+import { RateLimitExceptionFilter } from './rate-limit.filter.js';
+import { RateLimitGuard } from './rate-limit.guard.js';
+import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } from './rate-limit.module-definition.js';
+import type { RateLimitModuleOptions } from './rate-limit-options.interface.js';
+import { RateLimiter } from './rate-limiter.service.js';
+import { createRedisClient, isRedisClient, type RedisClient } from './redis-connection.js';
+import { type ResolvedRateLimitOptions, resolveOptions } from './resolved-options.js';
+import { MemoryStore } from './stores/memory.store.js';
+import type { RateLimitStore } from './stores/rate-limit-store.interface.js';
+import { RedisStore } from './stores/redis.store.js';
+
+const logger = new Logger('RateLimit');
+
+/** Lets every request through: the global guard slot when `guard: false`. */
+const NO_GUARD = { canActivate: () => true };
+
+/**
+ * Global module: `RateLimitModule.forRoot(options)` or `forRootAsync({ useFactory, inject })`.
+ * Registers RateLimitGuard globally (unless `guard: false`) and RateLimitExceptionFilter.
+ */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [
+    {
+      provide: RATE_LIMIT_OPTIONS,
+      useFactory: (options: RateLimitModuleOptions) => resolveOptions(options),
+      inject: [MODULE_OPTIONS_TOKEN],
+    },
+    {
+      provide: RATE_LIMIT_REDIS,
+      useFactory: async ({ redis }: ResolvedRateLimitOptions): Promise<RedisClient | null> => {
+        if (redis === undefined) return null;
+        return isRedisClient(redis) ? redis : createRedisClient(redis, logger);
+      },
+      inject: [RATE_LIMIT_OPTIONS],
+    },
+    {
+      provide: RATE_LIMIT_STORE,
+      useFactory: (
+        options: ResolvedRateLimitOptions,
+        client: RedisClient | null,
+      ): RateLimitStore => {
+        if (client) return new RedisStore(client, !isRedisClient(options.redis));
+        logger.warn(
+          'No redis option: using the embedded in-process store, so limits are per process. ' +
+            'Behind a load balancer with N instances a client gets N times the limit; configure Redis.',
+        );
+        return new MemoryStore();
+      },
+      inject: [RATE_LIMIT_OPTIONS, RATE_LIMIT_REDIS],
+    },
+    RateLimiter,
+    RateLimitGuard,
+    {
+      // Through the RateLimitGuard token, so overrideProvider(RateLimitGuard) replaces it here too.
+      provide: APP_GUARD,
+      useFactory: (options: ResolvedRateLimitOptions, guard: RateLimitGuard) =>
+        options.guard ? guard : NO_GUARD,
+      inject: [RATE_LIMIT_OPTIONS, RateLimitGuard],
+    },
+    { provide: APP_FILTER, useClass: RateLimitExceptionFilter },
+  ],
+  exports: [RATE_LIMIT_OPTIONS, RATE_LIMIT_REDIS, RATE_LIMIT_STORE, RateLimiter, RateLimitGuard],
+})
+export class RateLimitModule extends ConfigurableModuleClass implements OnApplicationShutdown {
+  constructor(@Inject(RATE_LIMIT_STORE) private readonly store: RateLimitStore) {
+    super();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.store.close();
+  }
+}

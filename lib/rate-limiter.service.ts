@@ -1,0 +1,165 @@
+import { BadRequestException, Inject, Injectable } from '@nestjs/common';
+import { clientTag, policyKey } from './client-key.js';
+import { withDeadline } from './deadline.js';
+import { RATE_LIMIT_OPTIONS, RATE_LIMIT_STORE } from './rate-limit.constants.js';
+import {
+  RateLimitExceededException,
+  RateLimitUnavailableException,
+  retryAfterSeconds,
+} from './rate-limit.exceptions.js';
+import type { RateLimitDecision } from './rate-limit-decision.interface.js';
+import type { RateLimitPolicy } from './rate-limit-policy.interface.js';
+import type { ResolvedRateLimitOptions } from './resolved-options.js';
+import { type ResolvedPolicy, resolvePolicies } from './resolved-policy.js';
+import type { DecisionMode, RateLimitStore } from './stores/rate-limit-store.interface.js';
+
+/**
+ * With a virtual clock, a key's need (in virtual ms) says nothing about real time, in which
+ * Redis expires keys; keep such keys at least this long so a slow simulation loses nothing.
+ */
+const VIRTUAL_CLOCK_TTL_FLOOR_MS = 60_000;
+
+/**
+ * The one place that decides: builds keys, applies the deadline and asks the store once for
+ * all policies of a request. Injectable for programmatic use; the guard uses it too.
+ */
+@Injectable()
+export class RateLimiter {
+  private readonly now: (() => number) | undefined;
+  private readonly ttlFloorMs: number;
+  /** Policies passed to the service are resolved once per object, not per call. */
+  private readonly resolved = new WeakMap<RateLimitPolicy, ResolvedPolicy>();
+
+  constructor(
+    @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
+    @Inject(RATE_LIMIT_STORE) private readonly store: RateLimitStore,
+  ) {
+    const { clock } = options;
+    this.now = clock === 'redis' ? undefined : clock === 'local' ? Date.now : clock;
+    this.ttlFloorMs = typeof clock === 'function' ? VIRTUAL_CLOCK_TTL_FLOOR_MS : 0;
+  }
+
+  /** Charges `cost` (default: the policy's numeric cost, else 1) if every policy admits it. */
+  consume(
+    key: string,
+    policies: RateLimitPolicy | RateLimitPolicy[],
+    cost?: number,
+  ): Promise<RateLimitDecision> {
+    return this.decideFor('consume', key, policies, cost);
+  }
+
+  /** Says whether a request of `cost` would pass now; consumes nothing. */
+  peek(
+    key: string,
+    policies: RateLimitPolicy | RateLimitPolicy[],
+    cost?: number,
+  ): Promise<RateLimitDecision> {
+    return this.decideFor('peek', key, policies, cost);
+  }
+
+  /** Forgets what `key` has used of these policies. */
+  async reset(key: string, policies: RateLimitPolicy | RateLimitPolicy[]): Promise<void> {
+    const tag = clientTag(key);
+    const keys = this.resolve(policies).map((policy) =>
+      policyKey(this.options.prefix, tag, policy.keySuffix),
+    );
+    await this.guardStore(this.store.reset(keys));
+  }
+
+  /**
+   * A limiter on the same store and options that reads time from `clock` (epoch ms): for
+   * simulations that replay traffic on a virtual clock. An extension of the contract.
+   */
+  withClock(clock: () => number): RateLimiter {
+    return new RateLimiter({ ...this.options, clock }, this.store);
+  }
+
+  /**
+   * Decides one request on policies resolved beforehand (the guard resolves them at start),
+   * policy i for client key clientKeys[i] at costs[i].
+   */
+  async decide(
+    mode: DecisionMode,
+    clientKeys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    const keys: string[] = [];
+    for (let i = 0; i < policies.length; i++) {
+      this.assertCost(policies[i], costs[i]);
+      keys.push(policyKey(this.options.prefix, clientTag(clientKeys[i]), policies[i].keySuffix));
+    }
+    const { allowed, verdicts } = await this.guardStore(
+      this.store.decide({
+        mode,
+        keys,
+        policies,
+        costs,
+        now: this.now?.(),
+        ttlFloorMs: this.ttlFloorMs,
+      }),
+    );
+    return {
+      allowed,
+      results: verdicts.map((verdict, i) => ({
+        policy: policies[i].name,
+        limit: policies[i].limit,
+        window: policies[i].windowMs,
+        ...verdict,
+      })),
+    };
+  }
+
+  private decideFor(
+    mode: DecisionMode,
+    key: string,
+    policies: RateLimitPolicy | RateLimitPolicy[],
+    cost: number | undefined,
+  ): Promise<RateLimitDecision> {
+    const resolved = this.resolve(policies);
+    const costs = resolved.map(
+      (policy) => cost ?? (typeof policy.cost === 'number' ? policy.cost : 1),
+    );
+    return this.decide(mode, Array(resolved.length).fill(key), resolved, costs);
+  }
+
+  private resolve(policies: RateLimitPolicy | RateLimitPolicy[]): ResolvedPolicy[] {
+    const list = Array.isArray(policies) ? policies : [policies];
+    const missing = list.filter((policy) => !this.resolved.has(policy));
+    if (missing.length > 0) {
+      resolvePolicies(list, { label: 'RateLimiter call', defaultScope: 'global' }).forEach(
+        (resolved, i) => this.resolved.set(list[i], resolved),
+      );
+    }
+    return list.map((policy) => this.resolved.get(policy)!);
+  }
+
+  /** A malformed cost is the caller's mistake (400); one no budget can hold is a denial (429). */
+  private assertCost(policy: ResolvedPolicy, cost: number): void {
+    if (!Number.isSafeInteger(cost) || cost <= 0) {
+      throw new BadRequestException(
+        `Rate limit cost for policy "${policy.name}" must be a positive integer (got ${String(cost)})`,
+      );
+    }
+    if (cost > policy.maxCost) {
+      throw new RateLimitExceededException(
+        `A cost of ${cost} exceeds what policy "${policy.name}" can ever admit (${policy.maxCost}).`,
+        retryAfterSeconds(policy.windowMs),
+      );
+    }
+  }
+
+  /** Store failures and late answers all become RateLimitUnavailableException. */
+  private async guardStore<T>(work: Promise<T>): Promise<T> {
+    try {
+      return await withDeadline(work, this.options.timeout);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new RateLimitUnavailableException(
+        `Rate limit store unavailable: ${reason}`,
+        retryAfterSeconds(this.options.timeout),
+        error,
+      );
+    }
+  }
+}

@@ -1,0 +1,85 @@
+import type { ExecutionContext } from '@nestjs/common';
+import { clientIp } from './client-key.js';
+import { RateLimitConfigError } from './rate-limit-config.error.js';
+import type {
+  ClockOption,
+  FailureMode,
+  HeaderStyle,
+  RateLimitModuleOptions,
+} from './rate-limit-options.interface.js';
+import type { KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
+import { resolvePolicies } from './resolved-policy.js';
+
+/** Module options with every default filled in and every field checked (`RATE_LIMIT_OPTIONS`). */
+export interface ResolvedRateLimitOptions {
+  readonly redis: RateLimitModuleOptions['redis'];
+  readonly prefix: string;
+  readonly policies: readonly RateLimitPolicy[];
+  readonly failureMode: FailureMode;
+  readonly timeout: number;
+  readonly headers: HeaderStyle;
+  readonly keyBy: KeyResolver;
+  readonly skip: ((context: ExecutionContext) => boolean | Promise<boolean>) | undefined;
+  readonly dryRun: boolean;
+  readonly clock: ClockOption;
+  readonly guard: boolean;
+}
+
+const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed'];
+const HEADER_STYLES: readonly HeaderStyle[] = ['ietf', 'legacy', 'both', 'none'];
+/** Keys stay under 256 bytes: prefix 32 + tag 66 + name 64 + algorithm 4 + route 70. */
+const PREFIX = /^[^{}\s]{1,32}$/;
+
+export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRateLimitOptions {
+  const fail = (field: string, problem: string) =>
+    new RateLimitConfigError(`Invalid RateLimitModule option ${field}: ${problem}`);
+  const shown = (value: unknown) =>
+    typeof value === 'function' ? 'a function' : JSON.stringify(value);
+  const {
+    prefix = 'rl',
+    policies = [],
+    failureMode = 'open',
+    timeout = 100,
+    headers = 'ietf',
+    clock = 'redis',
+  } = options;
+  if (typeof prefix !== 'string' || !PREFIX.test(prefix)) {
+    throw fail('prefix', `must be 1-32 characters without braces or spaces (got ${shown(prefix)})`);
+  }
+  if (!Array.isArray(policies)) throw fail('policies', 'must be an array of policies');
+  if (!FAILURE_MODES.includes(failureMode)) {
+    throw fail('failureMode', `must be 'open' or 'closed' (got ${shown(failureMode)})`);
+  }
+  if (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout <= 0) {
+    throw fail('timeout', `must be a positive number of ms (got ${shown(timeout)})`);
+  }
+  if (!HEADER_STYLES.includes(headers)) {
+    throw fail('headers', `must be one of ${HEADER_STYLES.join(', ')} (got ${shown(headers)})`);
+  }
+  if (clock !== 'redis' && clock !== 'local' && typeof clock !== 'function') {
+    throw fail(
+      'clock',
+      `must be 'redis', 'local' or a function returning epoch ms (got ${shown(clock)})`,
+    );
+  }
+  for (const field of ['keyBy', 'skip'] as const) {
+    if (options[field] !== undefined && typeof options[field] !== 'function') {
+      throw fail(field, 'must be a function');
+    }
+  }
+  // Validated now so a mistake stops the start; routes resolve them again with their own ids.
+  resolvePolicies(policies, { label: 'RateLimitModule options', defaultScope: 'global' });
+  return {
+    redis: options.redis,
+    prefix,
+    policies,
+    failureMode,
+    timeout,
+    headers,
+    keyBy: options.keyBy ?? clientIp,
+    skip: options.skip,
+    dryRun: options.dryRun === true,
+    clock,
+    guard: options.guard !== false,
+  };
+}

@@ -1,0 +1,131 @@
+import type { ExecutionContext } from '@nestjs/common';
+import { RateLimitConfigError } from './rate-limit-config.error.js';
+import type { Algorithm, KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
+import { parseWindow } from './window.js';
+
+export type CostResolver = (context: ExecutionContext) => number | Promise<number>;
+
+/** A policy validated and prepared once, so that deciding a request only reads it. */
+export interface ResolvedPolicy {
+  readonly name: string;
+  readonly algorithm: Algorithm;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly burst: number;
+  /** The largest cost this policy can ever admit; more is refused without asking the store. */
+  readonly maxCost: number;
+  readonly cost: number | CostResolver;
+  readonly keyBy: KeyResolver | undefined;
+  readonly scope: 'route' | 'global';
+  /** Appended to the client's hash tag to form this policy's key. */
+  readonly keySuffix: string;
+  /** The script arguments known at start-up: algorithm, limit, window, burst. */
+  readonly scriptArgs: readonly string[];
+}
+
+/** Where policies come from, for error messages and per-route keys. */
+export interface PolicySource {
+  /** Names the place in messages, e.g. 'UsersController.find' or 'RateLimitModule options'. */
+  readonly label: string;
+  /** Identifies the route in keys of route-scoped policies; absent for the service. */
+  readonly routeId?: string;
+  readonly defaultScope: 'route' | 'global';
+}
+
+const ALGORITHM_CODES: Record<Algorithm, string> = {
+  'token-bucket': 'tb',
+  'leaky-bucket': 'lb',
+  'fixed-window': 'fw',
+  'sliding-window-log': 'swl',
+  'sliding-window-counter': 'swc',
+};
+const BUCKETS: ReadonlySet<Algorithm> = new Set(['token-bucket', 'leaky-bucket']);
+/** Names appear in keys and inside quoted structured-field strings of the headers. */
+const POLICY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+const isPositiveInteger = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
+
+/** Validates and prepares the policies of one place; throws RateLimitConfigError naming place and field. */
+export function resolvePolicies(
+  policies: readonly RateLimitPolicy[],
+  source: PolicySource,
+): ResolvedPolicy[] {
+  const seen = new Set<string>();
+  return policies.map((policy) => {
+    const resolved = resolvePolicy(policy, source);
+    if (seen.has(resolved.name)) {
+      throw configError(source, resolved.name, 'name', 'is used twice; names must be unique');
+    }
+    seen.add(resolved.name);
+    return resolved;
+  });
+}
+
+function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedPolicy {
+  if (typeof policy !== 'object' || policy === null) {
+    throw new RateLimitConfigError(`Invalid rate limit policy on ${source.label}: not an object`);
+  }
+  const name = policy.name ?? 'default';
+  const fail = (field: string, problem: string): never => {
+    throw configError(source, String(name), field, problem);
+  };
+  if (typeof name !== 'string' || !POLICY_NAME.test(name)) {
+    fail('name', `must be 1-64 letters, digits, '_', '.' or '-' (got ${JSON.stringify(name)})`);
+  }
+  const algorithm = policy.algorithm ?? 'sliding-window-counter';
+  if (!(algorithm in ALGORITHM_CODES)) {
+    fail(
+      'algorithm',
+      `must be one of ${Object.keys(ALGORITHM_CODES).join(', ')} (got ${JSON.stringify(algorithm)})`,
+    );
+  }
+  if (!isPositiveInteger(policy.limit)) {
+    fail('limit', `must be a positive integer (got ${JSON.stringify(policy.limit)})`);
+  }
+  const windowMs = parseWindow(policy.window);
+  if (windowMs === undefined) {
+    fail(
+      'window',
+      `must be a positive number of ms or a duration like '250ms', '10s', '1m', '1h', '1d' (got ${JSON.stringify(policy.window)})`,
+    );
+  }
+  if (policy.burst !== undefined && !isPositiveInteger(policy.burst)) {
+    fail('burst', `must be a positive integer (got ${JSON.stringify(policy.burst)})`);
+  }
+  // Only the buckets have a capacity apart from the rate; the windows count up to `limit`.
+  const burst = BUCKETS.has(algorithm) ? (policy.burst ?? policy.limit) : policy.limit;
+  const cost = policy.cost ?? 1;
+  if (typeof cost !== 'function') {
+    if (!isPositiveInteger(cost))
+      fail('cost', `must be a positive integer or a function (got ${JSON.stringify(cost)})`);
+    if (cost > burst) fail('cost', `${cost} exceeds what the policy can ever admit (${burst})`);
+  }
+  if (policy.keyBy !== undefined && typeof policy.keyBy !== 'function') {
+    fail('keyBy', 'must be a function');
+  }
+  const scope = policy.scope ?? source.defaultScope;
+  if (scope !== 'route' && scope !== 'global') {
+    fail('scope', `must be 'route' or 'global' (got ${JSON.stringify(scope)})`);
+  }
+  const routePart = scope === 'route' && source.routeId ? `:${source.routeId}` : '';
+  return {
+    name,
+    algorithm,
+    limit: policy.limit,
+    windowMs: windowMs!,
+    burst,
+    maxCost: burst,
+    cost,
+    keyBy: policy.keyBy,
+    scope,
+    keySuffix: `:${name}:${ALGORITHM_CODES[algorithm]}${routePart}`,
+    scriptArgs: [algorithm, String(policy.limit), String(windowMs), String(burst)],
+  };
+}
+
+function configError(source: PolicySource, name: string, field: string, problem: string) {
+  return new RateLimitConfigError(
+    `Invalid rate limit policy "${name}" on ${source.label}: ${field} ${problem}`,
+  );
+}

@@ -1,0 +1,88 @@
+import type { Algorithm } from '../rate-limit-policy.interface.js';
+import { fixedWindow } from './memory/fixed-window.js';
+import { leakyBucket } from './memory/leaky-bucket.js';
+import type { MemoryAlgorithm, MemoryPolicy, MemoryVerdict } from './memory/memory-algorithm.js';
+import { slidingWindowCounter } from './memory/sliding-window-counter.js';
+import { slidingWindowLog } from './memory/sliding-window-log.js';
+import { tokenBucket } from './memory/token-bucket.js';
+import type {
+  DecideRequest,
+  PolicyVerdict,
+  RateLimitStore,
+  StoreDecision,
+} from './rate-limit-store.interface.js';
+
+const ALGORITHMS: Record<Algorithm, MemoryAlgorithm<unknown, MemoryVerdict>> = {
+  'token-bucket': tokenBucket as MemoryAlgorithm<unknown, MemoryVerdict>,
+  'leaky-bucket': leakyBucket as MemoryAlgorithm<unknown, MemoryVerdict>,
+  'fixed-window': fixedWindow as MemoryAlgorithm<unknown, MemoryVerdict>,
+  'sliding-window-log': slidingWindowLog as MemoryAlgorithm<unknown, MemoryVerdict>,
+  'sliding-window-counter': slidingWindowCounter as MemoryAlgorithm<unknown, MemoryVerdict>,
+};
+
+interface Entry {
+  state: unknown;
+  /** In the decisions' clock; swept, never consulted by a decision (state dates itself). */
+  expiresAt: number;
+}
+
+const SWEEP_EVERY_MS = 10_000;
+
+/**
+ * The embedded store: the Lua scripts' semantics in this process, for one-process apps,
+ * development and tests. Limits are per process, which the module warns about at start.
+ */
+export class MemoryStore implements RateLimitStore {
+  private readonly entries = new Map<string, Entry>();
+  private latestNow = 0;
+  private readonly sweeper = setInterval(() => this.sweep(), SWEEP_EVERY_MS).unref();
+
+  async decide(request: DecideRequest): Promise<StoreDecision> {
+    const now = request.now ?? Date.now();
+    this.latestNow = Math.max(this.latestNow, now);
+    const { keys, policies, costs } = request;
+    const checked = policies.map((policy, i) => {
+      const algorithm = ALGORITHMS[policy.algorithm];
+      const p: MemoryPolicy = {
+        limit: policy.limit,
+        window: policy.windowMs,
+        burst: policy.burst,
+        cost: costs[i],
+      };
+      return { algorithm, p, verdict: algorithm.check(this.entries.get(keys[i])?.state, now, p) };
+    });
+    const allowed = checked.every(({ verdict }) => verdict.allowed);
+    if (allowed && request.mode === 'consume') {
+      checked.forEach(({ algorithm, p, verdict }, i) => {
+        const { state, ttlMs } = algorithm.commit(now, p, verdict);
+        this.entries.set(keys[i], { state, expiresAt: now + Math.max(Math.ceil(ttlMs), 1) });
+      });
+    }
+    return {
+      allowed,
+      verdicts: checked.map(({ verdict }): PolicyVerdict => ({
+        allowed: verdict.allowed,
+        remaining: Math.max(0, Math.floor(verdict.remaining)),
+        resetMs: verdict.reset,
+        retryAfterMs: verdict.retry,
+        delayMs: allowed ? verdict.delay : 0,
+      })),
+    };
+  }
+
+  async reset(keys: readonly string[]): Promise<void> {
+    for (const key of keys) this.entries.delete(key);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    this.entries.clear();
+  }
+
+  /** Drops budgets that can no longer change a decision, so memory follows active clients. */
+  private sweep(): void {
+    for (const [key, entry] of this.entries) {
+      if (entry.expiresAt <= this.latestNow) this.entries.delete(key);
+    }
+  }
+}

@@ -1,0 +1,32 @@
+import type { MemoryAlgorithm, MemoryVerdict } from './memory-algorithm.js';
+
+/** Mirrors lua/leaky-bucket.lua; the state is `next`, the time the queue is free again. */
+interface LeakyBucketVerdict extends MemoryVerdict {
+  interval: number;
+  start: number;
+}
+
+export const leakyBucket: MemoryAlgorithm<number, LeakyBucketVerdict> = {
+  check(nextFree = 0, now, p) {
+    const interval = p.window / p.limit;
+    const start = Math.max(now, nextFree);
+    const wait = start - now;
+    const allowed = wait + (p.cost - 1) * interval < p.burst * interval;
+    return {
+      interval,
+      start,
+      allowed,
+      delay: allowed ? wait : 0,
+      retry: allowed ? 0 : wait - (p.burst - p.cost + 1) * interval,
+      remaining: Math.ceil(p.burst - wait / interval),
+      reset: wait,
+    };
+  },
+  commit(now, p, v) {
+    const nextFree = v.start + p.cost * v.interval;
+    const backlog = nextFree - now;
+    v.remaining = Math.ceil(p.burst - backlog / v.interval);
+    v.reset = backlog;
+    return { state: nextFree, ttlMs: backlog };
+  },
+};

@@ -1,0 +1,24 @@
+/**
+ * The embedded store's port of one `lua/` script, step for step and operation for
+ * operation, so both stores compute the same doubles; the differential test holds them to it.
+ */
+export interface MemoryAlgorithm<State, Verdict extends MemoryVerdict> {
+  check(state: State | undefined, now: number, p: MemoryPolicy): Verdict;
+  /** Charges p.cost: returns the new state and its lifetime in ms, updating remaining/reset. */
+  commit(now: number, p: MemoryPolicy, verdict: Verdict): { state: State; ttlMs: number };
+}
+
+export interface MemoryPolicy {
+  readonly limit: number;
+  readonly window: number;
+  readonly burst: number;
+  readonly cost: number;
+}
+
+export interface MemoryVerdict {
+  allowed: boolean;
+  remaining: number;
+  reset: number;
+  retry: number;
+  delay: number;
+}

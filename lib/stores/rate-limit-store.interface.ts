@@ -1,0 +1,42 @@
+import type { ResolvedPolicy } from '../resolved-policy.js';
+
+/** 'consume' charges the request if every policy admits it; 'peek' only tells. */
+export type DecisionMode = 'consume' | 'peek';
+
+/** One request put to the store: policy i is decided on keys[i] at costs[i]. */
+export interface DecideRequest {
+  readonly mode: DecisionMode;
+  readonly keys: readonly string[];
+  readonly policies: readonly ResolvedPolicy[];
+  readonly costs: readonly number[];
+  /** Epoch ms from the app's clock; undefined lets the store use its own (Redis TIME). */
+  readonly now: number | undefined;
+  /** Least key lifetime in real ms: virtual clocks may run slower than real time. */
+  readonly ttlFloorMs: number;
+}
+
+export interface PolicyVerdict {
+  readonly allowed: boolean;
+  readonly remaining: number;
+  readonly resetMs: number;
+  readonly retryAfterMs: number;
+  readonly delayMs: number;
+}
+
+export interface StoreDecision {
+  readonly allowed: boolean;
+  readonly verdicts: readonly PolicyVerdict[];
+}
+
+/**
+ * Where budgets live. Small on purpose: a third store (Valkey functions, a Redis module)
+ * slots in without touching the guard or the limiter.
+ */
+export interface RateLimitStore {
+  /** Decides all policies of one request atomically: all are charged, or none. */
+  decide(request: DecideRequest): Promise<StoreDecision>;
+  /** Forgets the budgets held under these keys. */
+  reset(keys: readonly string[]): Promise<void>;
+  /** Releases what the store owns (timers, connections it created). */
+  close(): Promise<void>;
+}

@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { RateLimitModule } from '../lib/index.js';
+import { DemoController } from './demo.controller.js';
+
+/** REDIS_URL set: limits shared by every instance on that Redis; unset: the embedded store. */
+@Module({
+  imports: [
+    RateLimitModule.forRoot({
+      redis: process.env.REDIS_URL || undefined,
+      policies: [{ name: 'default', limit: 100, window: '1m' }],
+    }),
+  ],
+  controllers: [DemoController],
+})
+export class AppModule {}
