@@ -28,11 +28,14 @@ export class RedisStore implements RateLimitStore {
     if (typeof (client as unknown as Record<string, unknown>)[DECIDE_COMMAND] !== 'function') {
       client.defineCommand(DECIDE_COMMAND, { lua: loadDecideScript() });
     }
+    // A lazyConnect client would otherwise never connect: fast failure sends it no command.
+    if (client.status === 'wait') client.connect().catch(() => undefined);
     const command = (client as unknown as Record<string, DecideCommand>)[DECIDE_COMMAND];
     this.decideScript = command.bind(client);
   }
 
   async decide(request: DecideRequest): Promise<StoreDecision> {
+    this.assertConnected();
     const { keys, policies, costs } = request;
     const args: (string | number)[] = [
       keys.length,
@@ -56,11 +59,22 @@ export class RedisStore implements RateLimitStore {
   }
 
   async reset(keys: readonly string[]): Promise<void> {
+    this.assertConnected();
     // One DEL per key: keys of different clients may live in different Cluster slots.
     await Promise.all(keys.map((key) => this.client.del(key)));
   }
 
   async close(): Promise<void> {
     if (this.owned) this.client.disconnect();
+  }
+
+  /**
+   * While disconnected, a client with an offline queue (ioredis' default) would hold each
+   * command for its retries: fail at once instead, and let the next request try again.
+   */
+  private assertConnected(): void {
+    if (this.client.status !== 'ready') {
+      throw new Error(`Redis connection is ${this.client.status}`);
+    }
   }
 }
