@@ -1,0 +1,353 @@
+import { Controller, Get } from '@nestjs/common';
+import {
+  RateLimit,
+  RateLimitGuard,
+  RateLimitModule,
+  type RateLimitModuleOptions,
+  SkipRateLimit,
+} from '../../lib/index.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import {
+  type AdapterKind,
+  byClientHeader,
+  type RunningApp,
+  startApp,
+} from '../support/test-app.js';
+
+@Controller('limited')
+@RateLimit({ name: 'class', algorithm: 'fixed-window', limit: 3, window: '1m' })
+class LimitedController {
+  @Get('inherits')
+  inherits() {
+    return 'ok';
+  }
+
+  @Get('own')
+  @RateLimit({ name: 'own', algorithm: 'sliding-window-log', limit: 1, window: '1m' })
+  own() {
+    return 'ok';
+  }
+
+  @Get('skipped')
+  @SkipRateLimit()
+  skipped() {
+    return 'ok';
+  }
+}
+
+@Controller()
+class RoutesController {
+  @Get('unannotated-1')
+  unannotated1() {
+    return 'ok';
+  }
+
+  @Get('unannotated-2')
+  unannotated2() {
+    return 'ok';
+  }
+
+  @Get('multi')
+  @RateLimit(
+    { name: 'wide', algorithm: 'fixed-window', limit: 5, window: '1m' },
+    { name: 'narrow', algorithm: 'sliding-window-log', limit: 2, window: '1m' },
+  )
+  multi() {
+    return 'ok';
+  }
+
+  @Get('per-route-1')
+  @RateLimit({ limit: 2, window: '1m' })
+  perRoute1() {
+    return 'ok';
+  }
+
+  @Get('per-route-2')
+  @RateLimit({ limit: 2, window: '1m' })
+  perRoute2() {
+    return 'ok';
+  }
+
+  @Get('shared-1')
+  @RateLimit({ name: 'shared', scope: 'global', limit: 2, window: '1m' })
+  shared1() {
+    return 'ok';
+  }
+
+  @Get('shared-2')
+  @RateLimit({ name: 'shared', scope: 'global', limit: 2, window: '1m' })
+  shared2() {
+    return 'ok';
+  }
+
+  @Get('queued')
+  @RateLimit({ algorithm: 'leaky-bucket', limit: 10, window: '1s', burst: 3 })
+  queued() {
+    return 'ok';
+  }
+
+  @Get('weighted')
+  @RateLimit({
+    limit: 10,
+    window: '1m',
+    cost: (context) =>
+      Number(context.switchToHttp().getRequest<{ query: { units: string } }>().query.units),
+  })
+  weighted() {
+    return 'ok';
+  }
+
+  @Get('skip-one')
+  @RateLimit(
+    { name: 'kept', algorithm: 'fixed-window', limit: 1, window: '1m' },
+    { name: 'dropped', algorithm: 'fixed-window', limit: 1, window: '1m' },
+  )
+  @SkipRateLimit('dropped')
+  skipOne() {
+    return 'ok';
+  }
+}
+
+const statuses = async (responses: Promise<Response>[]) =>
+  (await Promise.all(responses)).map((r) => r.status);
+const sequentially = async (count: number, request: () => Promise<Response>) => {
+  const result: number[] = [];
+  for (let i = 0; i < count; i++) result.push((await request()).status);
+  return result;
+};
+
+let server: RedisServer;
+beforeAll(async () => {
+  server = await startRedisServer();
+});
+afterAll(() => server.stop());
+
+describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter) => {
+  const boot = (options: RateLimitModuleOptions = {}) =>
+    startApp(
+      adapter,
+      [
+        RateLimitModule.forRoot({
+          redis: server.url,
+          prefix: `e2e-${adapter}`,
+          keyBy: byClientHeader,
+          policies: [{ name: 'module', algorithm: 'fixed-window', limit: 4, window: '1m' }],
+          ...options,
+        }),
+      ],
+      [LimitedController, RoutesController],
+    );
+  let client = 0;
+  const nextClient = () => `client-${++client}-${Date.now()}`;
+
+  describe('with IETF headers', () => {
+    let running: RunningApp;
+    beforeAll(async () => {
+      running = await boot();
+    });
+    afterAll(() => running.close());
+
+    it('answers 429 with Retry-After, the JSON body and RateLimit headers once the limit is spent', async () => {
+      const who = nextClient();
+      expect(await sequentially(3, () => running.get('/limited/inherits', who))).toEqual([
+        200, 200, 200,
+      ]);
+      const denied = await running.get('/limited/inherits', who);
+      expect(denied.status).toBe(429);
+      const retryAfter = Number(denied.headers.get('retry-after'));
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(60);
+      expect(await denied.json()).toEqual({
+        statusCode: 429,
+        error: 'Too Many Requests',
+        message: expect.stringContaining('"class"'),
+        retryAfter,
+      });
+      expect(denied.headers.get('ratelimit-policy')).toBe('"class";q=3;w=60');
+      expect(denied.headers.get('ratelimit')).toMatch(/^"class";r=0;t=\d+$/);
+    });
+
+    it('counts down RateLimit remaining on admitted responses', async () => {
+      const who = nextClient();
+      const first = await running.get('/limited/inherits', who);
+      expect(first.headers.get('ratelimit')).toMatch(/^"class";r=2;t=\d+$/);
+    });
+
+    it("lets a handler's policies replace its controller's, and skips what is skipped", async () => {
+      const who = nextClient();
+      expect(await sequentially(2, () => running.get('/limited/own', who))).toEqual([200, 429]);
+      expect(await sequentially(5, () => running.get('/limited/skipped', who))).toEqual([
+        200, 200, 200, 200, 200,
+      ]);
+      expect((await running.get('/limited/skipped', who)).headers.get('ratelimit')).toBeNull();
+      expect(await sequentially(2, () => running.get('/skip-one', who))).toEqual([200, 429]);
+    });
+
+    it('gives routes without @RateLimit one shared budget from the module policies', async () => {
+      const who = nextClient();
+      const spent = await sequentially(2, () => running.get('/unannotated-1', who));
+      const rest = await sequentially(3, () => running.get('/unannotated-2', who));
+      expect([...spent, ...rest]).toEqual([200, 200, 200, 200, 429]);
+    });
+
+    it('keeps route-scoped budgets apart and global-scoped ones shared', async () => {
+      const who = nextClient();
+      expect(await sequentially(3, () => running.get('/per-route-1', who))).toEqual([
+        200, 200, 429,
+      ]);
+      expect(await sequentially(1, () => running.get('/per-route-2', who))).toEqual([200]);
+      expect(await sequentially(2, () => running.get('/shared-1', who))).toEqual([200, 200]);
+      expect(await sequentially(1, () => running.get('/shared-2', who))).toEqual([429]);
+    });
+
+    it('admits a multi-policy request only if all admit, charging none on denial', async () => {
+      const who = nextClient();
+      expect(await sequentially(4, () => running.get('/multi', who))).toEqual([200, 200, 429, 429]);
+      const last = await running.get('/multi', who);
+      expect(last.headers.get('ratelimit')).toMatch(/^"wide";r=3;t=\d+, "narrow";r=0;t=\d+$/);
+    });
+
+    it('limits clients independently', async () => {
+      const results = await statuses(
+        [nextClient(), nextClient(), nextClient()].map((who) => running.get('/limited/own', who)),
+      );
+      expect(results).toEqual([200, 200, 200]);
+    });
+
+    it('holds leaky-bucket requests for their delay before the handler runs', async () => {
+      const who = nextClient();
+      const started = Date.now();
+      const results = await statuses([0, 1, 2, 3, 4].map(() => running.get('/queued', who)));
+      // A queue of three at 100 ms intervals: the third waits about 200 ms. A fourth fits
+      // only if the first has started by then (arrivals a millisecond or more apart).
+      const admitted = results.filter((status) => status === 200).length;
+      expect([3, 4]).toContain(admitted);
+      expect(results.filter((status) => status === 429)).toHaveLength(5 - admitted);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(180);
+    });
+
+    it('charges cost functions, answering 400 for malformed and 429 for impossible costs', async () => {
+      const who = nextClient();
+      expect((await running.get('/weighted?units=7', who)).headers.get('ratelimit')).toMatch(
+        /r=3;/,
+      );
+      expect((await running.get('/weighted?units=4', who)).status).toBe(429);
+      expect((await running.get('/weighted?units=abc', who)).status).toBe(400);
+      expect((await running.get('/weighted?units=11', who)).status).toBe(429);
+      expect((await running.get('/weighted?units=3', who)).status).toBe(200);
+    });
+  });
+
+  it.each([
+    ['legacy', { 'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '0', ratelimit: null }],
+    ['both', { 'x-ratelimit-limit': '2', ratelimit: expect.stringContaining('"narrow";r=0') }],
+    ['none', { 'x-ratelimit-limit': null, ratelimit: null, 'ratelimit-policy': null }],
+  ] as const)('headers: %s', async (headers, expected) => {
+    const running = await boot({ headers });
+    try {
+      const who = nextClient();
+      await running.get('/multi', who);
+      const response = await running.get('/multi', who);
+      const seen = Object.fromEntries(
+        Object.keys(expected).map((name) => [name, response.headers.get(name)]),
+      );
+      expect(seen).toEqual(expected);
+      if (headers === 'legacy')
+        expect(Number(response.headers.get('x-ratelimit-reset'))).toBeGreaterThan(0);
+    } finally {
+      await running.close();
+    }
+  });
+
+  it('dryRun decides and sets headers but never blocks', async () => {
+    const running = await boot({ dryRun: true });
+    try {
+      const who = nextClient();
+      const results = await sequentially(3, () => running.get('/limited/own', who));
+      expect(results).toEqual([200, 200, 200]);
+      expect((await running.get('/limited/own', who)).headers.get('ratelimit')).toMatch(
+        /^"own";r=0;/,
+      );
+    } finally {
+      await running.close();
+    }
+  });
+
+  it('skip option exempts matching requests', async () => {
+    const running = await boot({ skip: (context) => byClientHeader(context).startsWith('vip') });
+    try {
+      expect(
+        await sequentially(3, () => running.get('/limited/own', `vip-${nextClient()}`)),
+      ).toEqual([200, 200, 200]);
+    } finally {
+      await running.close();
+    }
+  });
+
+  it('guard: false registers no global guard', async () => {
+    const running = await boot({ guard: false });
+    try {
+      const who = nextClient();
+      expect(await sequentially(3, () => running.get('/limited/own', who))).toEqual([
+        200, 200, 200,
+      ]);
+    } finally {
+      await running.close();
+    }
+  });
+
+  it('overrideProvider(RateLimitGuard) turns limiting off in tests', async () => {
+    const running = await startApp(
+      adapter,
+      [RateLimitModule.forRoot({ redis: server.url, keyBy: byClientHeader })],
+      [LimitedController],
+      (builder) => builder.overrideProvider(RateLimitGuard).useValue({ canActivate: () => true }),
+    );
+    try {
+      const who = nextClient();
+      expect(await sequentially(3, () => running.get('/limited/own', who))).toEqual([
+        200, 200, 200,
+      ]);
+    } finally {
+      await running.close();
+    }
+  });
+
+  it('forRootAsync takes options from a factory with injected dependencies', async () => {
+    const running = await startApp(
+      adapter,
+      [
+        RateLimitModule.forRootAsync({
+          useFactory: async () => ({
+            redis: server.url,
+            keyBy: byClientHeader,
+            headers: 'legacy' as const,
+          }),
+        }),
+      ],
+      [LimitedController],
+    );
+    try {
+      const who = nextClient();
+      const results = await sequentially(2, () => running.get('/limited/own', who));
+      expect(results).toEqual([200, 429]);
+      expect((await running.get('/limited/own', who)).headers.get('x-ratelimit-limit')).toBe('1');
+    } finally {
+      await running.close();
+    }
+  });
+
+  it('serves from the embedded store when no redis is configured', async () => {
+    const running = await startApp(
+      adapter,
+      [RateLimitModule.forRoot({ keyBy: byClientHeader })],
+      [LimitedController],
+    );
+    try {
+      const who = nextClient();
+      expect(await sequentially(2, () => running.get('/limited/own', who))).toEqual([200, 429]);
+    } finally {
+      await running.close();
+    }
+  });
+});

@@ -1,0 +1,42 @@
+import type { DynamicModule, INestApplication, Type } from '@nestjs/common';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Test, type TestingModuleBuilder } from '@nestjs/testing';
+
+export type AdapterKind = 'express' | 'fastify';
+
+export interface RunningApp {
+  readonly app: INestApplication;
+  readonly url: string;
+  /** GET with an `x-client` header, so each test can be its own client. */
+  get(path: string, client?: string): Promise<Response>;
+  close(): Promise<void>;
+}
+
+/** Boots a Nest app on the chosen HTTP adapter, listening on a free port of 127.0.0.1. */
+export async function startApp(
+  adapter: AdapterKind,
+  imports: (DynamicModule | Type)[],
+  controllers: Type[],
+  customize: (builder: TestingModuleBuilder) => TestingModuleBuilder = (builder) => builder,
+): Promise<RunningApp> {
+  const moduleRef = await customize(Test.createTestingModule({ imports, controllers })).compile();
+  const app =
+    adapter === 'fastify'
+      ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter())
+      : moduleRef.createNestApplication();
+  app.useLogger(false);
+  await app.listen(0, '127.0.0.1');
+  const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+  return {
+    app,
+    url,
+    get: (path, client = 'anonymous') => fetch(url + path, { headers: { 'x-client': client } }),
+    close: () => app.close(),
+  };
+}
+
+/** Keys clients by the `x-client` header the helpers send. */
+export const byClientHeader = (context: import('@nestjs/common').ExecutionContext): string =>
+  String(
+    context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-client'],
+  );
