@@ -301,7 +301,10 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
       adapter,
       [RateLimitModule.forRoot({ redis: server.url, keyBy: byClientHeader })],
       [LimitedController],
-      (builder) => builder.overrideProvider(RateLimitGuard).useValue({ canActivate: () => true }),
+      {
+        customize: (builder) =>
+          builder.overrideProvider(RateLimitGuard).useValue({ canActivate: () => true }),
+      },
     );
     try {
       const who = nextClient();

@@ -1,4 +1,4 @@
-import type { DynamicModule, INestApplication, Type } from '@nestjs/common';
+import type { DynamicModule, INestApplication, LoggerService, Type } from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test, type TestingModuleBuilder } from '@nestjs/testing';
 
@@ -17,14 +17,20 @@ export async function startApp(
   adapter: AdapterKind,
   imports: (DynamicModule | Type)[],
   controllers: Type[],
-  customize: (builder: TestingModuleBuilder) => TestingModuleBuilder = (builder) => builder,
+  {
+    customize = (builder) => builder,
+    logger = false,
+  }: {
+    customize?: (builder: TestingModuleBuilder) => TestingModuleBuilder;
+    logger?: LoggerService | false;
+  } = {},
 ): Promise<RunningApp> {
   const moduleRef = await customize(Test.createTestingModule({ imports, controllers })).compile();
   const app =
     adapter === 'fastify'
       ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter())
       : moduleRef.createNestApplication();
-  app.useLogger(false);
+  app.useLogger(logger);
   await app.listen(0, '127.0.0.1');
   const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
   return {
@@ -40,3 +46,13 @@ export const byClientHeader = (context: import('@nestjs/common').ExecutionContex
   String(
     context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-client'],
   );
+
+/** Collects what the app logs, to check what an operator would see. */
+export class RecordingLogger implements LoggerService {
+  readonly warnings: string[] = [];
+  log(): void {}
+  error(): void {}
+  warn(message: unknown): void {
+    this.warnings.push(String(message));
+  }
+}

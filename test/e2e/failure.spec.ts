@@ -1,0 +1,169 @@
+import { Controller, Get } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import {
+  RateLimit,
+  RateLimiter,
+  RateLimitModule,
+  type RateLimitModuleOptions,
+  RateLimitUnavailableException,
+} from '../../lib/index.js';
+import { freePort } from '../support/free-port.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { byClientHeader, RecordingLogger, startApp } from '../support/test-app.js';
+
+@Controller()
+class LimitedController {
+  @Get('limited')
+  @RateLimit({ algorithm: 'fixed-window', limit: 2, window: '1h' })
+  limited() {
+    return 'ok';
+  }
+}
+
+const TIMEOUT_MS = 100;
+/** Generous against a loaded CI machine, yet far below ioredis' own minute of retries. */
+const WITHIN_DEADLINE_MS = 1_500;
+
+async function timed(request: () => Promise<Response>) {
+  const started = performance.now();
+  const response = await request();
+  return { status: response.status, response, ms: performance.now() - started };
+}
+
+async function eventually(check: () => Promise<boolean>, timeoutMs = 8_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** The test's own Redis dies, stalls and comes back under a running app. */
+describe('when Redis fails', () => {
+  let server: RedisServer;
+  beforeEach(async () => {
+    server = await startRedisServer();
+  });
+  afterEach(() => server.stop());
+
+  const boot = (options: RateLimitModuleOptions, logger = new RecordingLogger()) =>
+    startApp(
+      'express',
+      [
+        RateLimitModule.forRoot({
+          redis: server.url,
+          keyBy: byClientHeader,
+          timeout: TIMEOUT_MS,
+          ...options,
+        }),
+      ],
+      [LimitedController],
+      { logger },
+    );
+
+  it('fail-open admits within the deadline, warns once per interval, and recovers without a restart', async () => {
+    const logger = new RecordingLogger();
+    const running = await boot({}, logger);
+    try {
+      expect((await running.get('/limited', 'a')).status).toBe(200);
+      await server.kill();
+      for (let i = 0; i < 10; i++) {
+        const { status, ms } = await timed(() => running.get('/limited', 'a'));
+        expect(status).toBe(200);
+        expect(ms).toBeLessThan(WITHIN_DEADLINE_MS);
+      }
+      const failureWarnings = logger.warnings.filter((line) => line.includes('admitting requests'));
+      expect(failureWarnings).toHaveLength(1);
+
+      await server.restart();
+      // Back: the budget of 2 that 'b' has now holds again, with no restart of the app.
+      await eventually(
+        async () => (await running.get('/limited', 'b')).headers.get('ratelimit') !== null,
+      );
+      expect((await running.get('/limited', 'b')).status).toBe(200);
+      expect((await running.get('/limited', 'b')).status).toBe(429);
+    } finally {
+      await running.close();
+    }
+  });
+
+  it('fail-closed answers 503 with Retry-After and the JSON body', async () => {
+    const running = await boot({ failureMode: 'closed' });
+    try {
+      await server.kill();
+      const { status, response, ms } = await timed(() => running.get('/limited', 'c'));
+      expect(status).toBe(503);
+      expect(ms).toBeLessThan(WITHIN_DEADLINE_MS);
+      const retryAfter = Number(response.headers.get('retry-after'));
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(await response.json()).toEqual({
+        statusCode: 503,
+        error: 'Service Unavailable',
+        message: expect.stringContaining('unavailable'),
+        retryAfter,
+      });
+    } finally {
+      await running.close();
+    }
+  });
+
+  it('enforces the deadline on a client the user configured to queue and retry', async () => {
+    // ioredis defaults: offline queue on, 20 retries per request; the server stalls without closing.
+    const client = new Redis(server.url);
+    const running = await startApp(
+      'express',
+      [
+        RateLimitModule.forRoot({
+          redis: client,
+          keyBy: byClientHeader,
+          timeout: TIMEOUT_MS,
+          failureMode: 'closed',
+        }),
+      ],
+      [LimitedController],
+    );
+    try {
+      await eventually(async () => (await running.get('/limited', 'd')).status === 200);
+      await server.pause(2_000);
+      const stalled = await timed(() => running.get('/limited', 'd'));
+      expect(stalled.status).toBe(503);
+      expect(stalled.ms).toBeLessThan(WITHIN_DEADLINE_MS);
+      await server.kill();
+      const dead = await timed(() => running.get('/limited', 'd'));
+      expect(dead.status).toBe(503);
+      expect(dead.ms).toBeLessThan(WITHIN_DEADLINE_MS);
+    } finally {
+      await running.close();
+      client.disconnect();
+    }
+  });
+
+  it('lets the service reject with RateLimitUnavailableException, leaving the choice to the caller', async () => {
+    const running = await boot({});
+    try {
+      const limiter = running.app.get(RateLimiter);
+      await server.kill();
+      await expect(limiter.consume('e', { limit: 1, window: '1m' })).rejects.toBeInstanceOf(
+        RateLimitUnavailableException,
+      );
+    } finally {
+      await running.close();
+    }
+  });
+
+  it('starts and serves (fail-open) when Redis is unreachable at start-up', async () => {
+    const nowhere = `redis://127.0.0.1:${await freePort()}`;
+    const running = await startApp(
+      'express',
+      [RateLimitModule.forRoot({ redis: nowhere, keyBy: byClientHeader, timeout: TIMEOUT_MS })],
+      [LimitedController],
+    );
+    try {
+      const { status, ms } = await timed(() => running.get('/limited', 'f'));
+      expect(status).toBe(200);
+      expect(ms).toBeLessThan(WITHIN_DEADLINE_MS);
+    } finally {
+      await running.close();
+    }
+  });
+});

@@ -1,0 +1,54 @@
+import { Controller, Get } from '@nestjs/common';
+import { RateLimit, RateLimitModule } from '../../lib/index.js';
+import { startApp } from '../support/test-app.js';
+
+@Controller('orders')
+class OrdersController {
+  @Get()
+  @RateLimit({ limit: 10, window: '10 minutes' })
+  list() {
+    return [];
+  }
+}
+
+@Controller('users')
+@RateLimit({ name: 'dup', limit: 1, window: '1s' }, { name: 'dup', limit: 2, window: '1s' })
+class UsersController {
+  @Get()
+  list() {
+    return [];
+  }
+}
+
+@Controller('fine')
+class FineController {
+  @Get()
+  list() {
+    return [];
+  }
+}
+
+/** Bad configuration stops the start with a message naming the route and the field. */
+describe('start-up validation', () => {
+  it('names the handler and field of an invalid decorator policy', async () => {
+    await expect(
+      startApp('express', [RateLimitModule.forRoot({})], [OrdersController]),
+    ).rejects.toThrow(/on OrdersController\.list: window must be/);
+  });
+
+  it('rejects duplicate policy names on a controller', async () => {
+    await expect(
+      startApp('express', [RateLimitModule.forRoot({})], [UsersController]),
+    ).rejects.toThrow(/"dup" on UsersController\.list: name is used twice/);
+  });
+
+  it('rejects invalid module options', async () => {
+    await expect(
+      startApp(
+        'express',
+        [RateLimitModule.forRoot({ policies: [{ limit: -1, window: '1m' }] })],
+        [FineController],
+      ),
+    ).rejects.toThrow(/RateLimitModule options: limit must be a positive integer/);
+  });
+});

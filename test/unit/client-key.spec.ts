@@ -1,0 +1,40 @@
+import { clientTag, normalizeIp, policyKey } from '../../lib/client-key.js';
+
+describe('normalizeIp', () => {
+  it.each([
+    ['203.0.113.7', '203.0.113.7'],
+    ['::ffff:203.0.113.7', '203.0.113.7'],
+    ['2001:db8:abcd:12:1:2:3:4', '2001:db8:abcd:12::/64'],
+    ['2001:db8:abcd:12::99', '2001:db8:abcd:12::/64'],
+    ['2001:0db8::1', '2001:db8:0:0::/64'],
+    ['::1', '0:0:0:0::/64'],
+  ])('%s is keyed as %s', (ip, key) => expect(normalizeIp(ip)).toBe(key));
+
+  it('puts two addresses of one /64 in one budget', () => {
+    expect(normalizeIp('2001:db8::1')).toBe(normalizeIp('2001:db8::ffff:1'));
+  });
+});
+
+describe('clientTag', () => {
+  it('keeps short, plain keys readable', () => {
+    expect(clientTag('user:42')).toBe('user:42');
+    expect(clientTag('203.0.113.7')).toBe('203.0.113.7');
+  });
+
+  it.each(['}{', 'a{b}c', 'new\nline', 'ü', 'x'.repeat(65), '', '#abc'])(
+    'hashes %p into a bounded tag without braces',
+    (key) => {
+      const tag = clientTag(key);
+      expect(tag).toMatch(/^#[A-Za-z0-9_-]{43}$/);
+    },
+  );
+
+  it('cannot be forged: a readable key never equals a hashed one', () => {
+    const hashed = clientTag('victim\n');
+    expect(clientTag(hashed)).not.toBe(hashed);
+  });
+
+  it('builds keys with the tag in braces', () => {
+    expect(policyKey('rl', clientTag('u1'), ':default:fw')).toBe('rl:{u1}:default:fw');
+  });
+});

@@ -1,0 +1,58 @@
+import { rateLimitHeaders } from '../../lib/index.js';
+import type { PolicyResult } from '../../lib/index.js';
+
+const result = (overrides: Partial<PolicyResult>): PolicyResult => ({
+  policy: 'default',
+  allowed: true,
+  limit: 100,
+  window: 60_000,
+  remaining: 42,
+  resetMs: 16_200,
+  retryAfterMs: 0,
+  delayMs: 0,
+  ...overrides,
+});
+
+describe('rateLimitHeaders', () => {
+  it('writes IETF structured fields, seconds rounded up', () => {
+    expect(rateLimitHeaders({ allowed: true, results: [result({})] }, 'ietf')).toEqual({
+      'RateLimit-Policy': '"default";q=100;w=60',
+      RateLimit: '"default";r=42;t=17',
+    });
+  });
+
+  it('lists one item per policy', () => {
+    const headers = rateLimitHeaders(
+      {
+        allowed: true,
+        results: [
+          result({}),
+          result({ policy: 'burst', limit: 5, window: 1_000, remaining: 4, resetMs: 200 }),
+        ],
+      },
+      'ietf',
+    );
+    expect(headers['RateLimit-Policy']).toBe('"default";q=100;w=60, "burst";q=5;w=1');
+    expect(headers.RateLimit).toBe('"default";r=42;t=17, "burst";r=4;t=1');
+  });
+
+  it('describes the most restrictive policy in legacy headers: fewest remaining, then latest reset', () => {
+    const results = [
+      result({ policy: 'a', limit: 10, remaining: 3, resetMs: 1_000 }),
+      result({ policy: 'b', limit: 20, remaining: 3, resetMs: 9_000 }),
+      result({ policy: 'c', limit: 30, remaining: 7, resetMs: 99_000 }),
+    ];
+    expect(rateLimitHeaders({ allowed: true, results }, 'legacy')).toEqual({
+      'X-RateLimit-Limit': '20',
+      'X-RateLimit-Remaining': '3',
+      'X-RateLimit-Reset': '9',
+    });
+  });
+
+  it('writes both sets, or none', () => {
+    const decision = { allowed: true, results: [result({})] };
+    expect(Object.keys(rateLimitHeaders(decision, 'both'))).toHaveLength(5);
+    expect(rateLimitHeaders(decision, 'none')).toEqual({});
+    expect(rateLimitHeaders({ allowed: true, results: [] }, 'ietf')).toEqual({});
+  });
+});

@@ -1,0 +1,87 @@
+import { RateLimitConfigError } from '../../lib/index.js';
+import { resolveOptions } from '../../lib/resolved-options.js';
+import { resolvePolicies } from '../../lib/resolved-policy.js';
+
+describe('resolveOptions', () => {
+  it('fills in the documented defaults', () => {
+    expect(resolveOptions({})).toMatchObject({
+      prefix: 'rl',
+      policies: [],
+      failureMode: 'open',
+      timeout: 100,
+      headers: 'ietf',
+      dryRun: false,
+      clock: 'redis',
+      guard: true,
+    });
+  });
+
+  it.each([
+    [{ prefix: 'a{b}' }, 'prefix'],
+    [{ prefix: 'x'.repeat(33) }, 'prefix'],
+    [{ failureMode: 'sometimes' }, 'failureMode'],
+    [{ timeout: 0 }, 'timeout'],
+    [{ headers: 'x-only' }, 'headers'],
+    [{ clock: 'ntp' }, 'clock'],
+    [{ keyBy: 'ip' }, 'keyBy'],
+    [{ policies: [{ limit: 0, window: '1m' }] }, 'limit'],
+  ])('rejects %p naming %s', (options, field) => {
+    expect(() => resolveOptions(options as never)).toThrow(RateLimitConfigError);
+    expect(() => resolveOptions(options as never)).toThrow(field);
+  });
+});
+
+describe('resolvePolicies', () => {
+  const source = {
+    label: 'UsersController.find',
+    routeId: 'UsersController.find',
+    defaultScope: 'route' as const,
+  };
+
+  it.each([
+    [{ limit: 1.5, window: '1m' }, 'limit'],
+    [{ limit: 10, window: '1 minute' }, 'window'],
+    [{ limit: 10, window: '1m', algorithm: 'gcra' }, 'algorithm'],
+    [{ limit: 10, window: '1m', burst: 0 }, 'burst'],
+    [{ limit: 10, window: '1m', cost: 11 }, 'cost'],
+    [{ limit: 10, window: '1m', cost: -1 }, 'cost'],
+    [{ limit: 10, window: '1m', name: 'has "quotes"' }, 'name'],
+    [{ limit: 10, window: '1m', scope: 'cluster' }, 'scope'],
+  ])('rejects %p with a message naming the route and %s', (policy, field) => {
+    expect(() => resolvePolicies([policy as never], source)).toThrow(
+      new RegExp(`on UsersController\\.find: ${field} `),
+    );
+  });
+
+  it('rejects duplicate names on one route', () => {
+    expect(() =>
+      resolvePolicies(
+        [
+          { limit: 1, window: 1 },
+          { limit: 2, window: 2 },
+        ],
+        source,
+      ),
+    ).toThrow('name is used twice');
+  });
+
+  it('resolves defaults and builds per-route keys for route scope only', () => {
+    const [route, global] = resolvePolicies(
+      [
+        { limit: 10, window: '1m' },
+        { name: 'g', limit: 5, window: 500, scope: 'global', algorithm: 'token-bucket', burst: 8 },
+      ],
+      source,
+    );
+    expect(route).toMatchObject({
+      name: 'default',
+      algorithm: 'sliding-window-counter',
+      windowMs: 60_000,
+      burst: 10,
+      cost: 1,
+      scope: 'route',
+      keySuffix: ':default:swc:UsersController.find',
+    });
+    expect(global).toMatchObject({ burst: 8, maxCost: 8, keySuffix: ':g:tb' });
+  });
+});
