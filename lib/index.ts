@@ -11,6 +11,7 @@ export {
 export { RateLimitExceptionFilter } from './rate-limit.filter.js';
 export { RateLimitConfigError } from './rate-limit-config.error.js';
 export { rateLimitHeaders } from './rate-limit-headers.js';
+export { clientIp } from './client-key.js';
 export { RATE_LIMIT_OPTIONS, RATE_LIMIT_REDIS, RATE_LIMIT_STORE } from './rate-limit.constants.js';
 export type { Algorithm, KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
 export type {
