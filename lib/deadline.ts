@@ -5,12 +5,24 @@ export class DeadlineExceededError extends Error {
 
 /**
  * Settles with `work`, or rejects once `ms` have passed: the limiter's own deadline,
- * whatever retry or offline-queue settings the Redis client was given.
+ * whatever retry or offline-queue settings the Redis client was given. Written out rather
+ * than as Promise.race(...).finally(...): it runs on every request, and this allocates less.
  */
 export function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DeadlineExceededError(`no answer within ${ms} ms`)), ms);
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new DeadlineExceededError(`no answer within ${ms} ms`)),
+      ms,
+    );
+    work.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
   });
-  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
 }

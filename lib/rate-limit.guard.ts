@@ -80,10 +80,8 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
     if (plan.policies.length === 0) return true;
     if (this.options.skip && (await this.options.skip(context))) return true;
 
-    const [clientKeys, costs] = await Promise.all([
-      this.clientKeys(context, plan),
-      plan.fixedCosts ?? this.costs(context, plan.policies),
-    ]);
+    const clientKeys = await this.clientKeys(context, plan);
+    const costs = plan.fixedCosts ?? (await this.costs(context, plan.policies));
     let decision: RateLimitDecision;
     try {
       decision = await this.limiter.decide('consume', clientKeys, plan.policies, costs);
@@ -107,7 +105,8 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
   /** Who is limited, per policy; override to key by user, API key or tenant. */
   protected async clientKeys(context: ExecutionContext, plan: RoutePlan): Promise<string[]> {
     const moduleKey = await this.options.keyBy(context);
-    if (plan.sharesModuleKey) return plan.policies.map(() => moduleKey);
+    if (plan.sharesModuleKey)
+      return plan.policies.length === 1 ? [moduleKey] : plan.policies.map(() => moduleKey);
     return Promise.all(
       plan.policies.map((policy) => (policy.keyBy ? policy.keyBy(context) : moduleKey)),
     );

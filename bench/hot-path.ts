@@ -1,0 +1,75 @@
+/**
+ * Hot-path cost: requests/s of the same app with no limiter, with the guard on Redis and
+ * with the guard on the embedded store, measured in one run and reported as ratios (the
+ * target: a guarded route keeps at least 80% of the unguarded requests/s). Rounds are
+ * interleaved and the best of each variant kept, since this 2-core machine is noisy.
+ *
+ *   npm run bench:hot-path   (HOT_PATH_SECONDS, HOT_PATH_ROUNDS, HOT_PATH_CONNECTIONS to tune)
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { startRedisServer } from '../test/support/redis-server.js';
+
+const SECONDS = Number(process.env.HOT_PATH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.HOT_PATH_ROUNDS ?? 3);
+const CONNECTIONS = Number(process.env.HOT_PATH_CONNECTIONS ?? 32);
+const VARIANTS = ['none', 'redis', 'memory'] as const;
+type Variant = (typeof VARIANTS)[number];
+
+async function startApp(variant: Variant, redisUrl: string) {
+  const app = spawn(
+    process.execPath,
+    [fileURLToPath(new URL('./hot-path-app.js', import.meta.url))],
+    {
+      env: { ...process.env, HOT_PATH_VARIANT: variant, REDIS_URL: redisUrl },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  let output = '';
+  for await (const chunk of app.stdout) {
+    output += String(chunk);
+    const match = /listening (\d+)/.exec(output);
+    if (match) return { port: Number(match[1]), stop: () => app.kill() };
+  }
+  throw new Error(`hot-path app (${variant}) exited before listening`);
+}
+
+/** Requests/s with CONNECTIONS keep-alive connections for `seconds`; any non-2xx fails the run. */
+async function load(port: number, seconds: number): Promise<number> {
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}/ping`,
+    connections: CONNECTIONS,
+    duration: seconds,
+  });
+  if (result.non2xx > 0 || result.errors > 0) {
+    throw new Error(`${result.non2xx} non-2xx responses and ${result.errors} errors`);
+  }
+  return result.requests.average;
+}
+
+const redis = await startRedisServer();
+const best: Record<Variant, number> = { none: 0, redis: 0, memory: 0 };
+try {
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const variant of VARIANTS) {
+      const app = await startApp(variant, redis.url);
+      try {
+        await load(app.port, 1); // warm-up: JIT, connections, script load
+        const rate = await load(app.port, SECONDS);
+        best[variant] = Math.max(best[variant], rate);
+        console.log(`round ${round} ${variant.padEnd(6)} ${rate.toFixed(0)} req/s`);
+      } finally {
+        app.stop();
+      }
+    }
+  }
+} finally {
+  await redis.stop();
+}
+console.log('\n| variant | best req/s | vs no limiter |\n|---|---|---|');
+for (const variant of VARIANTS) {
+  console.log(
+    `| ${variant} | ${best[variant].toFixed(0)} | ${((100 * best[variant]) / best.none).toFixed(1)}% |`,
+  );
+}
