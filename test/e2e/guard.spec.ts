@@ -4,12 +4,14 @@ import {
   RateLimitGuard,
   RateLimitModule,
   type RateLimitModuleOptions,
+  type RateLimitOptionsFactory,
   SkipRateLimit,
 } from '../../lib/index.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import {
   type AdapterKind,
   byClientHeader,
+  RecordingLogger,
   type RunningApp,
   startApp,
 } from '../support/test-app.js';
@@ -340,12 +342,36 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
     }
   });
 
-  it('serves from the embedded store when no redis is configured', async () => {
+  it('forRootAsync takes options from a class (useClass)', async () => {
+    class OptionsFactory implements RateLimitOptionsFactory {
+      createRateLimitOptions(): RateLimitModuleOptions {
+        return { redis: server.url, prefix: `async-class-${adapter}`, keyBy: byClientHeader };
+      }
+    }
+    const running = await startApp(
+      adapter,
+      [RateLimitModule.forRootAsync({ useClass: OptionsFactory })],
+      [LimitedController],
+    );
+    try {
+      const who = nextClient();
+      expect(await sequentially(2, () => running.get('/limited/own', who))).toEqual([200, 429]);
+    } finally {
+      await running.close();
+    }
+  });
+
+  it('serves from the embedded store when no redis is configured, warning that limits are per process', async () => {
+    const logger = new RecordingLogger();
     const running = await startApp(
       adapter,
       [RateLimitModule.forRoot({ keyBy: byClientHeader })],
       [LimitedController],
+      {
+        customize: (builder) => builder.setLogger(logger),
+      },
     );
+    expect(logger.warnings).toEqual([expect.stringContaining('limits are per process')]);
     try {
       const who = nextClient();
       expect(await sequentially(2, () => running.get('/limited/own', who))).toEqual([200, 429]);

@@ -1,0 +1,53 @@
+import type { Type } from '@nestjs/common';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RunningApp, startApp } from '../support/test-app.js';
+
+/** The sample app as `npm start` runs it, on the test's own Redis. */
+describe('sample app', () => {
+  let server: RedisServer;
+  let running: RunningApp;
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    process.env.REDIS_URL = server.url;
+    // Imported only now: the module reads REDIS_URL when it is first evaluated.
+    const { AppModule } = (await import('../../sample/app.module.js')) as { AppModule: Type };
+    running = await startApp('express', [AppModule], []);
+  });
+  afterAll(async () => {
+    await running.close();
+    await server.stop();
+    delete process.env.REDIS_URL;
+  });
+
+  it('answers 429 with RateLimit headers and Retry-After once a route is spent', async () => {
+    const statuses: number[] = [];
+    let last: Response | undefined;
+    for (let i = 0; i < 6; i++) {
+      last = await running.get('/sliding-log');
+      statuses.push(last.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+    expect(last!.headers.get('ratelimit-policy')).toBe('"default";q=5;w=10');
+    expect(last!.headers.get('ratelimit')).toMatch(/^"default";r=0;t=(9|10)$/);
+    expect(Number(last!.headers.get('retry-after'))).toBeGreaterThanOrEqual(9);
+  });
+
+  it('keeps /health out of limiting and charges /report by pages', async () => {
+    for (let i = 0; i < 8; i++) expect((await running.get('/health')).status).toBe(200);
+    expect((await running.get('/health')).headers.get('ratelimit')).toBeNull();
+    expect((await running.get('/report?pages=15')).headers.get('ratelimit')).toMatch(
+      /^"pages";r=5;/,
+    );
+    expect((await running.get('/report?pages=6')).status).toBe(429);
+  });
+
+  it('keeps answering 200 within the deadline when Redis dies (fail-open)', async () => {
+    await server.kill();
+    for (let i = 0; i < 5; i++) {
+      const started = performance.now();
+      expect((await running.get('/fixed-window')).status).toBe(200);
+      expect(performance.now() - started).toBeLessThan(1_500);
+    }
+  });
+});
