@@ -1,0 +1,35 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ServerResponse } from 'node:http';
+import type { RateLimitStore } from '../../lib/index.js';
+import { DECISION_ENDED_HEADER, DECISION_STARTED_HEADER } from './pod-config.js';
+
+/** The response whose request is being decided, carried through the guard to the store. */
+const currentResponse = new AsyncLocalStorage<ServerResponse>();
+
+/** Express middleware: every request runs inside its own response's scope. */
+export function withResponseScope(
+  _request: unknown,
+  response: ServerResponse,
+  next: () => void,
+): void {
+  currentResponse.run(response, next);
+}
+
+/**
+ * Stamps each response with the pod-clock instants that bracket its store decision. The
+ * leaky bucket's expected admissions depend on when decisions happened, which neither the
+ * client's send/receive times (the guard then waits delayMs) nor the rate limit headers
+ * (whole seconds) pin down. The store is wrapped in place because the module builds it
+ * from its options and has no slot for a user-supplied store.
+ */
+export function stampDecisionTimes(store: RateLimitStore): void {
+  const decide = store.decide.bind(store);
+  store.decide = async (request) => {
+    const startedAt = Date.now();
+    const decision = await decide(request);
+    const response = currentResponse.getStore();
+    response?.setHeader(DECISION_STARTED_HEADER, String(startedAt));
+    response?.setHeader(DECISION_ENDED_HEADER, String(Date.now()));
+    return decision;
+  };
+}

@@ -1,0 +1,132 @@
+/**
+ * One pod: a Nest app whose GET /limited/<route> handlers are guarded as POD_CONFIG says.
+ * The harness (pod-fleet.ts) starts several on one Redis and spreads a client's requests
+ * over them. Prints `pod listening on <port>` once it accepts requests; exits when its
+ * parent closes stdin, so no pod outlives the test or benchmark that started it.
+ */
+import 'reflect-metadata';
+import type { IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  Controller,
+  type DynamicModule,
+  type ExecutionContext,
+  Get,
+  Module,
+  type Type,
+} from '@nestjs/common';
+import { APP_GUARD, NestFactory } from '@nestjs/core';
+import { Redis } from 'ioredis';
+import {
+  RATE_LIMIT_STORE,
+  RateLimit,
+  RateLimitModule,
+  type RateLimitStore,
+} from '../../lib/index.js';
+import { stampDecisionTimes, withResponseScope } from './decision-timing.js';
+import { NaiveRedisGuard } from './naive-redis.guard.js';
+import {
+  CLIENT_KEY_HEADER,
+  POD_CONFIG_ENV,
+  type PodConfig,
+  type PodRoutePolicy,
+} from './pod-config.js';
+
+/**
+ * Generous, and with failureMode 'closed': on a loaded 2-core machine a decision can take
+ * far longer than the default 100 ms, and failing open would count as leaks what are
+ * really timeouts. A late decision shows up as a 503 instead, which the harness reports.
+ */
+const DECISION_TIMEOUT_MS = 10_000;
+
+function clientKey(context: ExecutionContext): string {
+  const value = context.switchToHttp().getRequest<IncomingMessage>().headers[CLIENT_KEY_HEADER];
+  return typeof value === 'string' ? value : 'anonymous';
+}
+
+type RoutePolicies = Map<unknown, PodRoutePolicy & { route: string }>;
+
+/**
+ * A controller with one handler per configured route, each with its own @RateLimit, built
+ * at run time because the routes come from the environment. Each handler is a distinct,
+ * named function, since the guard plans and keys routes by handler.
+ */
+function limitedController(routes: PodConfig['routes']): {
+  controller: Type;
+  policies: RoutePolicies;
+} {
+  @Controller('limited')
+  class LimitedController {}
+  const policies: RoutePolicies = new Map();
+  for (const [route, policy] of Object.entries(routes)) {
+    const handler = (): { route: string } => ({ route });
+    Object.defineProperty(handler, 'name', { value: route });
+    Object.defineProperty(LimitedController.prototype, route, { value: handler });
+    const descriptor = Object.getOwnPropertyDescriptor(LimitedController.prototype, route)!;
+    Get(route)(LimitedController.prototype, route, descriptor);
+    RateLimit({
+      name: 'pod',
+      algorithm: policy.algorithm,
+      limit: policy.limit,
+      window: policy.windowMs,
+      burst: policy.burst,
+    })(LimitedController.prototype, route, descriptor);
+    policies.set(handler, { ...policy, route });
+  }
+  return { controller: LimitedController, policies };
+}
+
+@Module({})
+class PodModule {}
+
+function podModule(config: PodConfig): DynamicModule {
+  const { controller, policies } = limitedController(config.routes);
+  if (config.variant === 'naive-redis') {
+    const guard = new NaiveRedisGuard(
+      new Redis(requireRedisUrl(config)),
+      config.prefix,
+      policies,
+      clientKey,
+    );
+    return {
+      module: PodModule,
+      controllers: [controller],
+      providers: [{ provide: APP_GUARD, useValue: guard }],
+    };
+  }
+  const rateLimits = RateLimitModule.forRoot({
+    redis: config.variant === 'library' ? requireRedisUrl(config) : undefined,
+    prefix: config.prefix,
+    clock: config.clock ?? 'redis',
+    keyBy: clientKey,
+    failureMode: 'closed',
+    timeout: DECISION_TIMEOUT_MS,
+  });
+  return { module: PodModule, imports: [rateLimits], controllers: [controller] };
+}
+
+function requireRedisUrl(config: PodConfig): string {
+  if (!config.redisUrl) throw new Error(`Pod variant ${config.variant} needs redisUrl`);
+  return config.redisUrl;
+}
+
+function readConfig(): PodConfig {
+  const text = process.env[POD_CONFIG_ENV];
+  if (!text) throw new Error(`${POD_CONFIG_ENV} is not set`);
+  return JSON.parse(text) as PodConfig;
+}
+
+const config = readConfig();
+const app = await NestFactory.create(podModule(config), { logger: ['error'] });
+app.use(withResponseScope);
+if (config.variant !== 'naive-redis') stampDecisionTimes(app.get<RateLimitStore>(RATE_LIMIT_STORE));
+await app.listen(0, '127.0.0.1');
+
+const stop = (): void => {
+  app.close().finally(() => process.exit(0));
+};
+process.once('SIGTERM', stop);
+process.stdin.once('end', stop);
+process.stdin.resume();
+const { port } = app.getHttpServer().address() as AddressInfo;
+process.stdout.write(`pod listening on ${port}\n`);

@@ -1,0 +1,42 @@
+import type { Algorithm } from '../../lib/index.js';
+
+/**
+ * Which limiter guards a pod's routes:
+ * - `library`: RateLimitModule on Redis (the thing under test);
+ * - `in-memory`: RateLimitModule without Redis, i.e. the embedded store, one budget per pod;
+ * - `naive-redis`: a GET-then-INCR fixed window on Redis (`naive-redis.guard.ts`).
+ */
+export type PodVariant = 'library' | 'in-memory' | 'naive-redis';
+
+/** One route's budget; the window in ms so that every variant reads it the same way. */
+export interface PodRoutePolicy {
+  readonly algorithm: Algorithm;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly burst?: number;
+}
+
+/** Everything a pod needs, passed as JSON in the POD_CONFIG environment variable. */
+export interface PodConfig {
+  readonly variant: PodVariant;
+  /** Required by `library` and `naive-redis`. */
+  readonly redisUrl?: string;
+  readonly clock?: 'redis' | 'local';
+  /** Key prefix, so that runs sharing one Redis never share a budget. */
+  readonly prefix: string;
+  /** Route name (served at GET /limited/<name>) to its policy. */
+  readonly routes: Readonly<Record<string, PodRoutePolicy>>;
+}
+
+export const POD_CONFIG_ENV = 'POD_CONFIG';
+/** Preloaded `skew-clock.js` shifts `Date.now()` by this many ms. */
+export const CLOCK_SKEW_ENV = 'POD_CLOCK_SKEW_MS';
+/** Every pod keys clients by this header, so one client is the same client on every pod. */
+export const CLIENT_KEY_HEADER = 'x-client';
+/** Epoch ms (pod clock) just before and just after the pod asked its store for a decision. */
+export const DECISION_STARTED_HEADER = 'x-decision-started-at';
+export const DECISION_ENDED_HEADER = 'x-decision-ended-at';
+/** The one line a pod prints on stdout, once it accepts requests. */
+export const READY_LINE = /^pod listening on (\d+)$/m;
+
+export const routePath = (route: string): string => `/limited/${route}`;
