@@ -2,6 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { loadDecideScript } from './lua-script.js';
 import type {
   DecideRequest,
+  DecisionMode,
   PolicyVerdict,
   RateLimitStore,
   StoreDecision,
@@ -16,9 +17,15 @@ type DecideCommand = (...args: (string | number)[]) => Promise<ScriptReply>;
 /**
  * Decides with one EVALSHA of the bundled Lua per request, whatever the number of policies.
  * ioredis' defineCommand sends EVALSHA and reloads the script on NOSCRIPT by itself.
+ *
+ * On Redis Cluster one script may only touch one slot. Keys of one client share a hash
+ * tag, so that is the rule; only policies with their own `keyBy` can put one request's
+ * keys under several tags, and those requests take the two-phase path of
+ * `decideAcrossSlots` (see docs/cluster.md for what stays atomic there).
  */
 export class RedisStore implements RateLimitStore {
   private readonly decideScript: DecideCommand;
+  private readonly isCluster: boolean;
 
   /** @param owned the store closes the client only if it created it */
   constructor(
@@ -32,15 +39,35 @@ export class RedisStore implements RateLimitStore {
     if (client.status === 'wait') client.connect().catch(() => undefined);
     const command = (client as unknown as Record<string, DecideCommand>)[DECIDE_COMMAND];
     this.decideScript = command.bind(client);
+    this.isCluster = client.isCluster;
   }
 
   async decide(request: DecideRequest): Promise<StoreDecision> {
     this.assertConnected();
+    // A standalone Redis runs any keys in one script; so does Cluster when they share a tag.
+    if (!this.isCluster || !spansSeveralHashTags(request.keys)) {
+      return this.runScript(request, request.mode);
+    }
+    return this.decideAcrossSlots(request);
+  }
+
+  async reset(keys: readonly string[]): Promise<void> {
+    this.assertConnected();
+    // One DEL per key: keys of different clients may live in different Cluster slots.
+    await Promise.all(keys.map((key) => this.client.del(key)));
+  }
+
+  async close(): Promise<void> {
+    if (this.owned) this.client.disconnect();
+  }
+
+  /** One atomic EVALSHA deciding every policy of `request` (all its keys in one slot). */
+  private async runScript(request: DecideRequest, mode: DecisionMode): Promise<StoreDecision> {
     const { keys, policies, costs } = request;
     const args: (string | number)[] = [
       keys.length,
       ...keys,
-      request.mode,
+      mode,
       request.now ?? '',
       request.ttlFloorMs,
     ];
@@ -58,14 +85,23 @@ export class RedisStore implements RateLimitStore {
     };
   }
 
-  async reset(keys: readonly string[]): Promise<void> {
-    this.assertConnected();
-    // One DEL per key: keys of different clients may live in different Cluster slots.
-    await Promise.all(keys.map((key) => this.client.del(key)));
-  }
-
-  async close(): Promise<void> {
-    if (this.owned) this.client.disconnect();
+  /**
+   * Cluster, keys under several tags: one script per tag, in two phases. First every tag's
+   * policies are checked without charging (peek); if any denies, the request is denied and
+   * nothing is charged, as in the single script. Otherwise every tag's policies are
+   * consumed, each tag atomically. No policy can ever admit past its limit, since each
+   * charge is atomic in its slot; but a request that another request overtakes between
+   * the phases can be denied by one tag after the others have charged it.
+   */
+  private async decideAcrossSlots(request: DecideRequest): Promise<StoreDecision> {
+    const groups = indicesByHashTag(request.keys);
+    const inEachSlot = (mode: DecisionMode) =>
+      Promise.all(groups.map((indices) => this.runScript(subRequest(request, indices), mode)));
+    const checks = await inEachSlot('peek');
+    if (request.mode === 'peek' || !checks.every((check) => check.allowed)) {
+      return mergeDecisions(groups, checks);
+    }
+    return mergeDecisions(groups, await inEachSlot('consume'));
   }
 
   /**
@@ -77,4 +113,58 @@ export class RedisStore implements RateLimitStore {
       throw new Error(`Redis connection is ${this.client.status}`);
     }
   }
+}
+
+/** What Redis Cluster hashes: the text between the first '{' and the next '}', if any. */
+function hashTag(key: string): string {
+  const open = key.indexOf('{');
+  if (open >= 0) {
+    const close = key.indexOf('}', open + 1);
+    if (close > open + 1) return key.slice(open + 1, close);
+  }
+  return key;
+}
+
+function spansSeveralHashTags(keys: readonly string[]): boolean {
+  if (keys.length < 2) return false;
+  const first = hashTag(keys[0]);
+  for (let i = 1; i < keys.length; i++) if (hashTag(keys[i]) !== first) return true;
+  return false;
+}
+
+/** The positions of the keys, grouped by hash tag in order of first appearance. */
+function indicesByHashTag(keys: readonly string[]): number[][] {
+  const groups = new Map<string, number[]>();
+  keys.forEach((key, i) => {
+    const tag = hashTag(key);
+    const group = groups.get(tag);
+    if (group) group.push(i);
+    else groups.set(tag, [i]);
+  });
+  return [...groups.values()];
+}
+
+function subRequest(request: DecideRequest, indices: readonly number[]): DecideRequest {
+  return {
+    ...request,
+    keys: indices.map((i) => request.keys[i]),
+    policies: indices.map((i) => request.policies[i]),
+    costs: indices.map((i) => request.costs[i]),
+  };
+}
+
+/** Puts per-group verdicts back in policy order; a denied request waits for nothing. */
+function mergeDecisions(
+  groups: readonly (readonly number[])[],
+  decisions: readonly StoreDecision[],
+): StoreDecision {
+  const allowed = decisions.every((decision) => decision.allowed);
+  const verdicts: PolicyVerdict[] = [];
+  groups.forEach((indices, g) =>
+    indices.forEach((policyIndex, j) => {
+      const verdict = decisions[g].verdicts[j];
+      verdicts[policyIndex] = allowed ? verdict : { ...verdict, delayMs: 0 };
+    }),
+  );
+  return { allowed, verdicts };
 }

@@ -1,0 +1,223 @@
+import { Controller, type ExecutionContext, Get } from '@nestjs/common';
+import { Cluster } from 'ioredis';
+import {
+  type Algorithm,
+  RateLimit,
+  RateLimiter,
+  RateLimitModule,
+  type RateLimitPolicy,
+} from '../../lib/index.js';
+import { type RedisClusterHandle, startRedisCluster } from '../support/redis-cluster.js';
+import { byClientHeader, type RunningApp, startApp } from '../support/test-app.js';
+
+const PREFIX = 'cl';
+/** Long windows: nothing refills, and an epoch-aligned boundary almost never falls in a test. */
+const WINDOW = '7d';
+const ALGORITHMS: Algorithm[] = [
+  'token-bucket',
+  'leaky-bucket',
+  'fixed-window',
+  'sliding-window-log',
+  'sliding-window-counter',
+];
+
+const byTenantHeader = (context: ExecutionContext): string =>
+  String(
+    context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-tenant'],
+  );
+
+@Controller()
+class ClusterController {
+  /** Two policies of one client: one hash tag, one slot, one script. */
+  @Get('tiered')
+  @RateLimit(
+    { name: 'burst', algorithm: 'token-bucket', limit: 3, window: WINDOW },
+    { name: 'hourly', algorithm: 'sliding-window-log', limit: 5, window: WINDOW },
+  )
+  tiered() {
+    return 'ok';
+  }
+
+  /** A client's budget and its tenant's: two hash tags, so two slots. */
+  @Get('tenant')
+  @RateLimit(
+    { name: 'per-client', algorithm: 'fixed-window', limit: 3, window: WINDOW },
+    {
+      name: 'per-tenant',
+      algorithm: 'sliding-window-counter',
+      limit: 5,
+      window: WINDOW,
+      keyBy: byTenantHeader,
+    },
+  )
+  tenant() {
+    return 'ok';
+  }
+}
+
+describe('Redis Cluster (3 masters)', () => {
+  let cluster: RedisClusterHandle;
+  let client: Cluster;
+  let app: RunningApp;
+  let limiter: RateLimiter;
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster(3);
+    client = new Cluster(cluster.nodes);
+    await new Promise((resolve) => client.once('ready', resolve));
+    app = await startApp(
+      'express',
+      [
+        RateLimitModule.forRoot({
+          redis: client,
+          prefix: PREFIX,
+          keyBy: byClientHeader,
+          // A store error must show as 503, never pass as an admission.
+          failureMode: 'closed',
+          timeout: 2_000,
+        }),
+      ],
+      [ClusterController],
+    );
+    limiter = app.app.get(RateLimiter);
+  }, 60_000);
+  afterAll(async () => {
+    await app?.close();
+    client?.disconnect();
+    await cluster?.stop();
+  });
+
+  const slotOf = (key: string): Promise<number> => client.cluster('KEYSLOT', key);
+  const allKeys = async (): Promise<string[]> =>
+    (await Promise.all(client.nodes('master').map((node) => node.keys(`${PREFIX}:*`)))).flat();
+  /** The keys `action` creates. */
+  const keysWrittenBy = async (action: () => Promise<unknown>): Promise<string[]> => {
+    const before = new Set(await allKeys());
+    await action();
+    return (await allKeys()).filter((key) => !before.has(key));
+  };
+  const getAs = (path: string, clientKey: string, tenant: string): Promise<Response> =>
+    fetch(app.url + path, { headers: { 'x-client': clientKey, 'x-tenant': tenant } });
+
+  it.each(ALGORITHMS)(
+    '%s: the service consumes, peeks and resets on a Cluster client, admitting exactly the limit',
+    async (algorithm) => {
+      // Frozen time: a leaky bucket drains continuously, so one more millisecond would
+      // rightly admit one more request and make the count depend on the machine's speed.
+      const frozen = limiter.withClock(() => 1_750_000_000_000);
+      const policy: RateLimitPolicy = { algorithm, limit: 5, window: WINDOW };
+      const key = `service-${algorithm}`;
+      const decisions = await Promise.all(
+        Array.from({ length: 30 }, () => frozen.consume(key, policy)),
+      );
+      expect(decisions.filter((decision) => decision.allowed)).toHaveLength(5);
+      expect((await frozen.peek(key, policy)).allowed).toBe(false);
+      await frozen.reset(key, policy);
+      expect((await frozen.peek(key, policy)).allowed).toBe(true);
+    },
+  );
+
+  it('decides a route with several policies of one client in one slot', async () => {
+    const written = await keysWrittenBy(async () => {
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i++) statuses.push((await app.get('/tiered', 'alice')).status);
+      expect(statuses).toEqual([200, 200, 200, 429, 429, 429]);
+    });
+    expect(written).toHaveLength(2);
+    const [first, second] = await Promise.all(written.map(slotOf));
+    expect(first).toBe(second);
+  });
+
+  it('decides policies keyed by different clients across slots, charging nothing when denied', async () => {
+    // The route's two keys must really be in different slots for this to test anything.
+    expect(await slotOf('{bob}')).not.toBe(await slotOf('{acme}'));
+    const written = await keysWrittenBy(async () => {
+      // Per client 3, per tenant 5: bob's 4th request is denied by his own budget...
+      const bob: number[] = [];
+      for (let i = 0; i < 4; i++) bob.push((await getAs('/tenant', 'bob', 'acme')).status);
+      expect(bob).toEqual([200, 200, 200, 429]);
+    });
+    expect(new Set(await Promise.all(written.map(slotOf))).size).toBe(2);
+    // ...and charged nothing to acme's, which still has exactly 2 left for carol.
+    const carol: number[] = [];
+    for (let i = 0; i < 3; i++) carol.push((await getAs('/tenant', 'carol', 'acme')).status);
+    expect(carol).toEqual([200, 200, 429]);
+  });
+
+  it('never admits past any policy when concurrent requests span several slots', async () => {
+    const clients = ['dan', 'erin', 'frank', 'grace'];
+    const requests = clients.flatMap((clientKey) =>
+      Array.from({ length: 10 }, () =>
+        getAs('/tenant', clientKey, 'globex').then((response) => ({
+          clientKey,
+          status: response.status,
+        })),
+      ),
+    );
+    const results = await Promise.all(requests);
+    expect(results.filter(({ status }) => status !== 200 && status !== 429)).toEqual([]);
+    const admitted = results.filter(({ status }) => status === 200);
+    expect(admitted.length).toBeGreaterThan(0);
+    expect(admitted.length).toBeLessThanOrEqual(5);
+    for (const clientKey of clients) {
+      expect(
+        admitted.filter((result) => result.clientKey === clientKey).length,
+      ).toBeLessThanOrEqual(3);
+    }
+  });
+
+  it('turns hostile client keys into short keys whose hash tag they cannot break', async () => {
+    const policies: RateLimitPolicy[] = [
+      { name: 'a', algorithm: 'fixed-window', limit: 1, window: WINDOW },
+      { name: 'b', algorithm: 'token-bucket', limit: 1, window: WINDOW },
+    ];
+    const hostile = [
+      'admin',
+      '{admin}',
+      '}{admin',
+      'x{admin}y',
+      'line\nbreak',
+      'x'.repeat(10_000),
+      'ünïcødé ☃ 🚀',
+      '#fake-hash',
+      '',
+    ];
+    const tags = new Set<string>();
+    for (const clientKey of hostile) {
+      const written = await keysWrittenBy(async () => {
+        expect((await limiter.consume(clientKey, policies)).allowed).toBe(true);
+      });
+      expect(written).toHaveLength(2);
+      const slots = new Set<number>();
+      for (const key of written) {
+        expect(Buffer.byteLength(key)).toBeLessThan(256);
+        const tag = new RegExp(`^${PREFIX}:\\{([^{}]+)\\}:[ab]:`).exec(key)?.[1];
+        expect(tag).toBeDefined();
+        tags.add(tag!);
+        slots.add(await slotOf(key));
+        expect(await slotOf(key)).toBe(await slotOf(`{${tag}}`));
+      }
+      expect(slots.size).toBe(1);
+    }
+    // One tag per client: '{admin}' and its variants share nothing with 'admin'.
+    expect(tags.size).toBe(hostile.length);
+  });
+
+  it('spreads different clients over slots on every master', async () => {
+    const written = await keysWrittenBy(() =>
+      Promise.all(
+        Array.from({ length: 60 }, (_, i) =>
+          limiter.consume(`spread-${i}`, { limit: 1, window: WINDOW }),
+        ),
+      ),
+    );
+    expect(written).toHaveLength(60);
+    const slots = new Set(await Promise.all(written.map(slotOf)));
+    expect(slots.size).toBeGreaterThan(50);
+    const perMaster = await Promise.all(
+      client.nodes('master').map(async (node) => (await node.keys(`${PREFIX}:{spread-*`)).length),
+    );
+    expect(perMaster).toHaveLength(3);
+    expect(perMaster.every((count) => count > 0)).toBe(true);
+  });
+});
