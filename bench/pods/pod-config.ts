@@ -40,3 +40,25 @@ export const DECISION_ENDED_HEADER = 'x-decision-ended-at';
 export const READY_LINE = /^pod listening on (\d+)$/m;
 
 export const routePath = (route: string): string => `/limited/${route}`;
+
+/**
+ * A window so long that nothing refills or slides out during a run, and an epoch-aligned
+ * fixed window boundary falls inside a run of seconds with odds of about one in a million.
+ */
+export const WEEK_MS = 7 * 24 * 3_600_000;
+
+/** The algorithms that, over a window too long to refill or slide, admit exactly `limit`. */
+export const EXACT_ALGORITHMS: readonly Algorithm[] = [
+  'fixed-window',
+  'sliding-window-log',
+  'sliding-window-counter',
+  'token-bucket',
+];
+
+/** One route per algorithm, named after it, every one with the same budget. */
+export function routePerAlgorithm(
+  algorithms: readonly Algorithm[],
+  budget: Omit<PodRoutePolicy, 'algorithm'>,
+): Record<string, PodRoutePolicy> {
+  return Object.fromEntries(algorithms.map((algorithm) => [algorithm, { ...budget, algorithm }]));
+}
