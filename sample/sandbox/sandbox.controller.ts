@@ -1,0 +1,106 @@
+import {
+  BadRequestException,
+  Body,
+  Controller,
+  Get,
+  Header,
+  HttpCode,
+  Inject,
+  Post,
+  Req,
+} from '@nestjs/common';
+import {
+  RATE_LIMIT_OPTIONS,
+  RATE_LIMIT_REDIS,
+  RateLimiter,
+  SkipRateLimit,
+  type ResolvedRateLimitOptions,
+} from '../../lib/index.js';
+import { LIVE_POLICY } from './sandbox-live.controller.js';
+import { loadSandboxAssets } from './sandbox-assets.js';
+import { InvalidSimulationSettings, parseSimulationSettings } from './simulation-settings.js';
+import {
+  ALGORITHMS,
+  BURST_SIZE,
+  BUSIEST_SPAN_MS,
+  MAX_REQUESTS_PER_RUN,
+  runSimulation,
+  type HeaderStyle,
+  type SimulationRun,
+} from './simulation.js';
+
+/** What the page needs to know about the server before it runs anything. */
+export interface SandboxConfig {
+  /** Who makes the decisions: the Lua scripts on Redis, or the embedded in-process store. */
+  store: 'redis' | 'embedded';
+  /** The style this app's clients receive, preselected so the page shows what they would see. */
+  headerStyle: HeaderStyle;
+  algorithms: readonly string[];
+  burstSize: number;
+  maxRequestsPerRun: number;
+  busiestSpanMs: number;
+  live: { name: string; limit: number; window: string };
+}
+
+/** The sandbox page, its assets and the simulation API; none of them is rate limited. */
+@Controller('sandbox')
+@SkipRateLimit()
+export class SandboxController {
+  private readonly assets = loadSandboxAssets();
+  private readonly config: SandboxConfig;
+
+  constructor(
+    private readonly limiter: RateLimiter,
+    @Inject(RATE_LIMIT_OPTIONS) options: ResolvedRateLimitOptions,
+    /** The module's ioredis client, or null when it runs on the embedded store. */
+    @Inject(RATE_LIMIT_REDIS) redis: unknown,
+  ) {
+    this.config = {
+      store: redis ? 'redis' : 'embedded',
+      headerStyle: options.headers === 'none' ? 'ietf' : options.headers,
+      algorithms: ALGORITHMS,
+      burstSize: BURST_SIZE,
+      maxRequestsPerRun: MAX_REQUESTS_PER_RUN,
+      busiestSpanMs: BUSIEST_SPAN_MS,
+      live: { name: LIVE_POLICY.name, limit: LIVE_POLICY.limit, window: LIVE_POLICY.window },
+    };
+  }
+
+  @Get()
+  @Header('Content-Type', 'text/html; charset=utf-8')
+  @Header('Cache-Control', 'no-cache')
+  page(@Req() request: { url: string; originalUrl?: string }): string {
+    const path = (request.originalUrl ?? request.url).split('?')[0];
+    return this.assets.page(path.endsWith('/') ? path : `${path}/`);
+  }
+
+  @Get('sandbox.js')
+  @Header('Content-Type', 'text/javascript; charset=utf-8')
+  @Header('Cache-Control', 'no-cache')
+  script(): string {
+    return this.assets.script;
+  }
+
+  @Get('sandbox.css')
+  @Header('Content-Type', 'text/css; charset=utf-8')
+  @Header('Cache-Control', 'no-cache')
+  stylesheet(): string {
+    return this.assets.stylesheet;
+  }
+
+  @Get('config')
+  getConfig(): SandboxConfig {
+    return this.config;
+  }
+
+  @Post('simulate')
+  @HttpCode(200)
+  async simulate(@Body() body: unknown): Promise<SimulationRun> {
+    try {
+      return await runSimulation(this.limiter, parseSimulationSettings(body));
+    } catch (error) {
+      if (error instanceof InvalidSimulationSettings) throw new BadRequestException(error.message);
+      throw error;
+    }
+  }
+}

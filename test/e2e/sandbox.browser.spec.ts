@@ -1,0 +1,216 @@
+import 'reflect-metadata';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { INestApplication } from '@nestjs/common';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
+import type { Browser, Page } from 'playwright-core';
+import { RateLimitModule } from '../../lib/index.js';
+import { SandboxModule } from '../../sample/sandbox/sandbox.module.js';
+import { launchChromium } from '../support/browser.js';
+import { startRedisServer, type RedisServer } from '../support/redis-server.js';
+
+/**
+ * The sandbox page in headless Chromium, against the embedded store (Express) and against a
+ * real redis-server (Fastify): what it shows must be the library's own decisions.
+ */
+const SCREENSHOT = fileURLToPath(new URL('../../docs/sandbox.png', import.meta.url));
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 390, height: 844 };
+/** The page's defaults: 10 requests per 10 s window, burst = limit. */
+const LIMIT = 10;
+const ALGORITHM_TABS = {
+  'sliding-window-log': 'Sliding Window Log',
+  'sliding-window-counter': 'Sliding Window Counter',
+  'token-bucket': 'Token Bucket',
+  'leaky-bucket': 'Leaky Bucket',
+  'fixed-window': 'Fixed Window',
+} as const;
+type Algorithm = keyof typeof ALGORITHM_TABS;
+
+let browser: Browser;
+beforeAll(async () => {
+  browser = await launchChromium();
+});
+afterAll(() => browser?.close());
+
+interface Setup {
+  store: 'embedded' | 'redis';
+  adapter: 'express' | 'fastify';
+  /** Only one setup writes docs/sandbox.png: the one with Redis, as users would deploy it. */
+  takesScreenshot: boolean;
+}
+
+describe.each<Setup>([
+  { store: 'embedded', adapter: 'express', takesScreenshot: false },
+  { store: 'redis', adapter: 'fastify', takesScreenshot: true },
+])('sandbox on the $store store ($adapter)', ({ store, adapter, takesScreenshot }) => {
+  let redis: RedisServer | undefined;
+  let app: INestApplication;
+  let sandboxUrl: string;
+  let page: Page;
+
+  beforeAll(async () => {
+    redis = store === 'redis' ? await startRedisServer() : undefined;
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        // A loaded CI machine can stall the event loop past the default 100 ms deadline, and
+        // the guard would then fail open and let an extra live request through.
+        RateLimitModule.forRoot({ redis: redis?.url, timeout: 2_000 }),
+        SandboxModule,
+      ],
+    }).compile();
+    app =
+      adapter === 'fastify'
+        ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: ['error'] })
+        : moduleRef.createNestApplication({ logger: ['error'] });
+    await app.listen(0, '127.0.0.1');
+    sandboxUrl = `${await app.getUrl()}/sandbox`;
+    page = await browser.newPage({ viewport: DESKTOP });
+    // Fail on the missing element with Playwright's message, well before Jest's own timeout.
+    page.setDefaultTimeout(10_000);
+    await page.goto(sandboxUrl);
+    // The page runs its default steady traffic once it has loaded.
+    await page.waitForSelector('#lanes[data-runs="1"], #run-status.error');
+    expect(await page.textContent('#run-status')).not.toContain('Not run');
+  }, 20_000);
+
+  afterAll(async () => {
+    await page?.close();
+    await app?.close();
+    await redis?.stop();
+  });
+
+  const stat = async (algorithm: Algorithm, name: string): Promise<number> =>
+    Number(await page.textContent(`[data-lane="${algorithm}"] [data-stat="${name}"]`));
+
+  /** Clicks a traffic button and waits until the page has drawn the library's answer. */
+  const run = async (button: string): Promise<void> => {
+    const runsBefore = Number(await page.getAttribute('#lanes', 'data-runs'));
+    await page.getByRole('button', { name: button }).click();
+    await page.waitForFunction(
+      (before) =>
+        Number(document.getElementById('lanes')?.dataset.runs) > before ||
+        document.querySelector('#run-status.error') !== null,
+      runsBefore,
+    );
+    expect(await page.getAttribute('#run-status', 'class')).not.toContain('error');
+  };
+
+  const showTab = (name: string) => page.getByRole('tab', { name, exact: true }).click();
+
+  const selectedHeaders = () => page.textContent('#selected-headers');
+
+  it('says which store decides', async () => {
+    await page.waitForSelector(`body[data-store="${store}"]`);
+    expect(await page.textContent('#store-note')).toContain(
+      store === 'redis' ? 'Lua scripts on Redis' : 'embedded in-process store',
+    );
+  });
+
+  it('runs a 15-request burst on every algorithm tab', async () => {
+    for (const [algorithm, tab] of Object.entries(ALGORITHM_TABS) as [Algorithm, string][]) {
+      await showTab(tab);
+      await run('Send a 15-request burst');
+      expect(await page.locator('[data-lane]').count()).toBe(1);
+      expect(await stat(algorithm, 'admitted')).toBe(LIMIT);
+      expect(await stat(algorithm, 'denied')).toBe(15 - LIMIT);
+      // Only the leaky bucket queues: all but the first admitted request wait their turn.
+      expect(await stat(algorithm, 'delayed')).toBe(algorithm === 'leaky-bucket' ? LIMIT - 1 : 0);
+      expect(await page.isVisible('#run-exploit')).toBe(algorithm === 'fixed-window');
+    }
+  });
+
+  it('lets the boundary exploit through a fixed window twice over, not a sliding log', async () => {
+    await showTab('Fixed Window');
+    await run('Boundary-burst exploit');
+    expect(await stat('fixed-window', 'admitted')).toBe(2 * LIMIT);
+    expect(await stat('fixed-window', 'busiest')).toBe(2 * LIMIT);
+    expect(await page.textContent('[data-lane="fixed-window"] .stat.busiest')).toContain(
+      '2× the quota',
+    );
+
+    // The 16th request is the 6th of the second window: admitted with 4 left.
+    await page.click('[data-lane="fixed-window"] rect[data-index="15"]');
+    expect(await selectedHeaders()).toMatch(
+      /^HTTP\/1\.1 200 OK\nRateLimit-Policy: "sandbox";q=10;w=10\nRateLimit: "sandbox";r=4;t=\d+$/,
+    );
+
+    await showTab('Comparison');
+    expect(await page.locator('[data-lane]').count()).toBe(5);
+    expect(await stat('sliding-window-log', 'admitted')).toBe(LIMIT);
+    expect(await stat('sliding-window-log', 'busiest')).toBe(LIMIT);
+    expect(await stat('sliding-window-log', 'denied')).toBe(LIMIT);
+    expect(await stat('fixed-window', 'busiest')).toBe(2 * LIMIT);
+
+    await page.click('[data-lane="sliding-window-log"] rect[data-index="15"]');
+    const denied = await selectedHeaders();
+    expect(denied).toContain('HTTP/1.1 429 Too Many Requests');
+    expect(denied).toMatch(/\nRetry-After: \d+$/);
+    expect(await page.textContent('#details')).toContain('Fixed Window: 200 admitted');
+  });
+
+  it('is driven by the keyboard: tabs with arrows, timelines with arrows and End', async () => {
+    await page.focus('[data-lane="token-bucket"] .timeline');
+    await page.keyboard.press('End');
+    expect(await page.textContent('#details')).toContain(`Request ${2 * LIMIT} of ${2 * LIMIT}`);
+    await page.keyboard.press('ArrowLeft');
+    expect(await page.textContent('#details')).toContain(`Request ${2 * LIMIT - 1} of`);
+
+    await page.focus('[role="tab"][aria-selected="true"]');
+    await page.keyboard.press('ArrowLeft');
+    expect(await page.getAttribute('#tab-fixed-window', 'aria-selected')).toBe('true');
+    await page.keyboard.press('ArrowRight');
+    expect(await page.getAttribute('#tab-comparison', 'aria-selected')).toBe('true');
+  });
+
+  it('explains settings the server refuses', async () => {
+    await page.fill('#limit', '0');
+    await page.getByRole('button', { name: 'Send a 15-request burst' }).click();
+    await page.waitForSelector('#run-status.error');
+    expect(await page.textContent('#run-status')).toContain('limit must be a whole number');
+    await page.fill('#limit', String(LIMIT));
+    // Leave the comparison of the exploit on screen for the screenshot.
+    await run('Boundary-burst exploit');
+    await page.click('[data-lane="fixed-window"] rect[data-index="15"]');
+    if (takesScreenshot) {
+      mkdirSync(dirname(SCREENSHOT), { recursive: true });
+      // The whole page, so the picture shows all five lanes and the selected request at once.
+      await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    }
+  });
+
+  it('fits a phone screen', async () => {
+    await page.setViewportSize(PHONE);
+    await run('Send a 15-request burst');
+    const overflow = await page.evaluate(
+      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    );
+    expect(overflow).toBe(0);
+    expect(await page.isVisible('[data-lane="leaky-bucket"] svg')).toBe(true);
+    await page.setViewportSize(DESKTOP);
+  });
+
+  it('shows live responses and their RateLimit headers as they arrive', async () => {
+    await showTab('Live');
+    // The sliding log admits exactly `limit` in any window; a fixed window could roll over mid-test.
+    await page.selectOption('#live-algorithm', 'sliding-window-log');
+    await page.getByRole('button', { name: 'Send 1 request' }).click();
+    await page.waitForSelector('.live-entry[data-status="200"]');
+    expect(await page.textContent('.live-entry .live-headers')).toMatch(
+      /RateLimit: "live";r=4;t=\d+/,
+    );
+
+    await page.getByRole('button', { name: 'Send 10 at once' }).click();
+    await page.waitForFunction(
+      () => document.querySelectorAll('.live-entry[data-status]').length === 11,
+    );
+    expect(await page.locator('.live-entry[data-status="200"]').count()).toBe(5);
+    expect(await page.locator('.live-entry[data-status="429"]').count()).toBe(6);
+    expect(await page.textContent('.live-entry[data-status="429"] .live-headers')).toMatch(
+      /RateLimit: "live";r=0;t=\d+\nRateLimit-Policy: "live";q=5;w=10\nRetry-After: \d+/,
+    );
+    expect(await page.textContent('#live-summary')).toBe('Sent 11 · 200: 5 · 429: 6');
+  });
+});
