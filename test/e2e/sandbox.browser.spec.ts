@@ -85,10 +85,10 @@ describe.each<Setup>([
   const stat = async (algorithm: Algorithm, name: string): Promise<number> =>
     Number(await page.textContent(`[data-lane="${algorithm}"] [data-stat="${name}"]`));
 
-  /** Clicks a traffic button and waits until the page has drawn the library's answer. */
-  const run = async (button: string): Promise<void> => {
+  /** Does what starts a simulation and waits until the page has drawn the library's answer. */
+  const runAfter = async (action: () => Promise<unknown>): Promise<void> => {
     const runsBefore = Number(await page.getAttribute('#lanes', 'data-runs'));
-    await page.getByRole('button', { name: button }).click();
+    await action();
     await page.waitForFunction(
       (before) =>
         Number(document.getElementById('lanes')?.dataset.runs) > before ||
@@ -97,6 +97,9 @@ describe.each<Setup>([
     );
     expect(await page.getAttribute('#run-status', 'class')).not.toContain('error');
   };
+
+  const run = (button: string) =>
+    runAfter(() => page.getByRole('button', { name: button }).click());
 
   const showTab = (name: string) => page.getByRole('tab', { name, exact: true }).click();
 
@@ -163,6 +166,16 @@ describe.each<Setup>([
     expect(await page.getAttribute('#tab-fixed-window', 'aria-selected')).toBe('true');
     await page.keyboard.press('ArrowRight');
     expect(await page.getAttribute('#tab-comparison', 'aria-selected')).toBe('true');
+  });
+
+  it('runs the same traffic again when a setting changes', async () => {
+    await runAfter(() => page.selectOption('#header-style', 'both'));
+    await page.click('[data-lane="fixed-window"] rect[data-index="15"]');
+    expect(await selectedHeaders()).toContain(
+      'X-RateLimit-Limit: 10\nX-RateLimit-Remaining: 4\nX-RateLimit-Reset: ',
+    );
+    expect(await stat('fixed-window', 'busiest')).toBe(2 * LIMIT);
+    await runAfter(() => page.selectOption('#header-style', 'ietf'));
   });
 
   it('explains settings the server refuses', async () => {

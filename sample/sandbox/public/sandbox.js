@@ -64,6 +64,8 @@ const state = {
   selection: { algorithm: null, index: null },
   /** Numbers runs so that a slow, superseded response never overwrites a newer one. */
   latestRun: 0,
+  /** The traffic pattern last asked for, replayed when a setting changes. */
+  lastPattern: null,
   /** Per drawn lane: where each mark is, for clicks, keys and the selection outline. */
   layouts: new Map(),
 };
@@ -161,7 +163,19 @@ function describeTraffic(run) {
   return `${limit} requests in the second before a window boundary, ${limit} in the second after`;
 }
 
-async function runTraffic(traffic) {
+/** The traffic of a pattern; steady traffic takes its rate and duration from the form. */
+function trafficFor(pattern) {
+  if (pattern !== 'steady') return { pattern };
+  return {
+    pattern,
+    ratePerSecond: Number(byId('rate').value),
+    durationSeconds: Number(byId('duration').value),
+  };
+}
+
+async function runTraffic(pattern) {
+  state.lastPattern = pattern;
+  const traffic = trafficFor(pattern);
   const runNumber = ++state.latestRun;
   setRunStatus('Simulating…');
   const started = performance.now();
@@ -194,14 +208,14 @@ async function runTraffic(traffic) {
 
 byId('settings').addEventListener('submit', (event) => {
   event.preventDefault();
-  runTraffic({
-    pattern: 'steady',
-    ratePerSecond: Number(byId('rate').value),
-    durationSeconds: Number(byId('duration').value),
-  });
+  runTraffic('steady');
 });
-byId('run-burst').addEventListener('click', () => runTraffic({ pattern: 'burst' }));
-byId('run-exploit').addEventListener('click', () => runTraffic({ pattern: 'boundary-exploit' }));
+byId('run-burst').addEventListener('click', () => runTraffic('burst'));
+byId('run-exploit').addEventListener('click', () => runTraffic('boundary-exploit'));
+// A changed setting shows its effect at once: the same traffic runs again under it.
+byId('settings').addEventListener('change', () => {
+  if (state.lastPattern) runTraffic(state.lastPattern);
+});
 
 // ---------------------------------------------------------------------------------------------
 // Timelines
