@@ -1,0 +1,161 @@
+/**
+ * `npm run bench:race`: one client's requests spread over N pods on one Redis, many in
+ * flight, through two baselines and the library, each through the same harness:
+ * - per-pod in-memory: the module without Redis (its embedded store), one budget per pod;
+ * - naive GET-then-INCR: a fixed window checked and incremented in separate round trips;
+ * - the library: one atomic Lua script per decision.
+ * Prints a Markdown table: how many requests each admitted against what one shared limit
+ * allows. Options: --pods, --limit, --requests, --concurrency.
+ */
+import { availableParallelism } from 'node:os';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import type { Algorithm } from '../lib/index.js';
+import { startRedisServer } from '../test/support/redis-server.js';
+import { leakyBucketAdmissionBounds } from './pods/leaky-bucket-bounds.js';
+import {
+  EXACT_ALGORITHMS,
+  type PodConfig,
+  type PodRoutePolicy,
+  type PodVariant,
+  routePerAlgorithm,
+  WEEK_MS,
+} from './pods/pod-config.js';
+import { type LoadReport, startPodFleet } from './pods/pod-fleet.js';
+
+const { values: options } = parseArgs({
+  options: {
+    pods: { type: 'string', default: '6' },
+    limit: { type: 'string', default: '50' },
+    requests: { type: 'string', default: '600' },
+    concurrency: { type: 'string', default: '120' },
+  },
+});
+const pods = Number(options.pods);
+const limit = Number(options.limit);
+const requests = Number(options.requests);
+const concurrency = Number(options.concurrency);
+/** One request drains per 100 ms: long beside a decision, so the drain bounds stay tight. */
+const leakyBucket: PodRoutePolicy = {
+  algorithm: 'leaky-bucket',
+  limit: 20,
+  windowMs: 2_000,
+  burst: 20,
+};
+const ALL_ALGORITHMS: readonly Algorithm[] = [...EXACT_ALGORITHMS, 'leaky-bucket'];
+
+const VARIANTS: readonly {
+  variant: PodVariant;
+  label: string;
+  algorithms: readonly Algorithm[];
+}[] = [
+  { variant: 'in-memory', label: 'per-pod in-memory', algorithms: ALL_ALGORITHMS },
+  { variant: 'naive-redis', label: 'naive GET-then-INCR', algorithms: ['fixed-window'] },
+  { variant: 'library', label: 'nestjs-redis-rate-limiter', algorithms: ALL_ALGORITHMS },
+];
+
+interface Row {
+  readonly label: string;
+  readonly algorithm: Algorithm;
+  readonly admitted: number;
+  /**
+   * The most one limit shared by all pods admits: `limit`, or for the leaky bucket its
+   * queue plus what drained during the run, bounded from the decision stamps (the lower
+   * bound only holds for one shared bucket, so it would say nothing about the baselines).
+   */
+  readonly atMost: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly failures: number;
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+function toRow(label: string, algorithm: Algorithm, report: LoadReport): Row {
+  const latencies = report.responses.map((response) => response.latencyMs).sort((a, b) => a - b);
+  const atMost =
+    algorithm === 'leaky-bucket'
+      ? leakyBucketAdmissionBounds(
+          report.responses,
+          leakyBucket.burst!,
+          leakyBucket.windowMs / leakyBucket.limit,
+        ).max
+      : limit;
+  return {
+    label,
+    algorithm,
+    admitted: report.admitted,
+    atMost,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    failures: report.responses.length - report.admitted - (report.statuses[429] ?? 0),
+  };
+}
+
+function formatTable(rows: readonly Row[]): string {
+  const header =
+    '| variant | algorithm | pods | limit | admitted | one shared limit admits at most | leak ratio | p50 ms | p99 ms |';
+  const lines = rows.map((row) => {
+    const limitShown =
+      row.algorithm === 'leaky-bucket' ? `queue ${leakyBucket.burst} + drain` : String(limit);
+    const admitted = row.admitted + (row.failures > 0 ? ` (${row.failures} errors)` : '');
+    const ratio = (row.admitted / row.atMost).toFixed(2);
+    return `| ${row.label} | ${row.algorithm} | ${pods} | ${limitShown} | ${admitted} | ${row.atMost} | ${ratio} | ${row.p50.toFixed(1)} | ${row.p99.toFixed(1)} |`;
+  });
+  return [header, '|---|---|---|---|---|---|---|---|---|', ...lines].join('\n');
+}
+
+async function runVariant(
+  redisUrl: string,
+  { variant, label, algorithms }: (typeof VARIANTS)[number],
+): Promise<Row[]> {
+  const routes = {
+    ...routePerAlgorithm(
+      algorithms.filter((algorithm) => algorithm !== 'leaky-bucket'),
+      { limit, windowMs: WEEK_MS },
+    ),
+    ...(algorithms.includes('leaky-bucket') ? { 'leaky-bucket': leakyBucket } : {}),
+  };
+  const config: PodConfig = { variant, redisUrl, prefix: `race-${variant}`, routes };
+  const fleet = await startPodFleet({ pods, config });
+  try {
+    const rows: Row[] = [];
+    for (const algorithm of algorithms) {
+      // A first run warms every pod's JIT and connections; only the second is measured.
+      for (const round of ['warm-up', 'measured']) {
+        const report = await fleet.fire({
+          route: algorithm,
+          clientKey: `${round}-${algorithm}`,
+          requests,
+          concurrency,
+        });
+        if (round === 'measured') rows.push(toRow(label, algorithm, report));
+      }
+    }
+    return rows;
+  } finally {
+    await fleet.stop();
+  }
+}
+
+const redis = await startRedisServer();
+try {
+  const admin = new Redis(redis.url);
+  const redisVersion = /redis_version:(\S+)/.exec(await admin.info('server'))?.[1];
+  admin.disconnect();
+  const rows: Row[] = [];
+  for (const variant of VARIANTS) rows.push(...(await runVariant(redis.url, variant)));
+  console.log(
+    `${pods} pods (separate Node ${process.version} processes), one Redis ${redisVersion}, ` +
+      `${availableParallelism()} CPUs; per run ${requests} requests of one client, ` +
+      `${concurrency} in flight, round-robin over the pods. Leaky bucket: queue ` +
+      `${leakyBucket.burst}, one request drains per ${leakyBucket.windowMs / leakyBucket.limit} ms; ` +
+      `what one shared bucket admits is bounded from the run's decision times, and its ` +
+      `latencies include the queue wait.\n`,
+  );
+  console.log(formatTable(rows));
+} finally {
+  await redis.stop();
+}
