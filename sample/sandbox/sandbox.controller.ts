@@ -23,7 +23,6 @@ import {
   ALGORITHMS,
   BURST_SIZE,
   BUSIEST_SPAN_MS,
-  MAX_REQUESTS_PER_RUN,
   runSimulation,
   type HeaderStyle,
   type SimulationRun,
@@ -36,8 +35,8 @@ export interface SandboxConfig {
   /** The style this app's clients receive, preselected so the page shows what they would see. */
   headerStyle: HeaderStyle;
   algorithms: readonly string[];
+  /** How many requests the burst button sends. */
   burstSize: number;
-  maxRequestsPerRun: number;
   busiestSpanMs: number;
   live: { name: string; limit: number; window: string };
 }
@@ -60,7 +59,6 @@ export class SandboxController {
       headerStyle: options.headers === 'none' ? 'ietf' : options.headers,
       algorithms: ALGORITHMS,
       burstSize: BURST_SIZE,
-      maxRequestsPerRun: MAX_REQUESTS_PER_RUN,
       busiestSpanMs: BUSIEST_SPAN_MS,
       live: { name: LIVE_POLICY.name, limit: LIVE_POLICY.limit, window: LIVE_POLICY.window },
     };

@@ -204,7 +204,9 @@ async function replayOnce(
     // One at a time: each decision must see the state the previous one left.
     for (const atMs of arrivalsMs) {
       virtualNow = startEpochMs + atMs;
-      requests.push(describe(atMs, await virtualLimiter.consume(key, policy), headerStyle));
+      requests.push(
+        toSimulatedRequest(atMs, await virtualLimiter.consume(key, policy), headerStyle),
+      );
     }
     return requests;
   } finally {
@@ -212,7 +214,7 @@ async function replayOnce(
   }
 }
 
-function describe(
+function toSimulatedRequest(
   atMs: number,
   decision: RateLimitDecision,
   headerStyle: HeaderStyle,

@@ -50,6 +50,7 @@ describe.each<Setup>([
   let app: INestApplication;
   let sandboxUrl: string;
   let page: Page;
+  const requestedUrls: string[] = [];
 
   beforeAll(async () => {
     redis = store === 'redis' ? await startRedisServer() : undefined;
@@ -70,6 +71,7 @@ describe.each<Setup>([
     page = await browser.newPage({ viewport: DESKTOP });
     // Fail on the missing element with Playwright's message, well before Jest's own timeout.
     page.setDefaultTimeout(10_000);
+    page.on('request', (request) => requestedUrls.push(request.url()));
     await page.goto(sandboxUrl);
     // The page runs its default steady traffic once it has loaded.
     await page.waitForSelector('#lanes[data-runs="1"], #run-status.error');
@@ -110,6 +112,12 @@ describe.each<Setup>([
     expect(await page.textContent('#store-note')).toContain(
       store === 'redis' ? 'Lua scripts on Redis' : 'embedded in-process store',
     );
+  });
+
+  it('loads nothing from outside the app: no CDN, no remote fonts', () => {
+    const origin = new URL(sandboxUrl).origin;
+    expect(requestedUrls.length).toBeGreaterThan(0);
+    expect(requestedUrls.filter((url) => new URL(url).origin !== origin)).toEqual([]);
   });
 
   it('runs a 15-request burst on every algorithm tab', async () => {

@@ -43,7 +43,7 @@ const REMAINING_LABEL = {
 const EXPLOIT_VIEWS = new Set(['fixed-window', 'comparison']);
 /** Algorithms whose windows are aligned to the clock, so their boundaries are worth drawing. */
 const ALIGNED_WINDOWS = new Set(['fixed-window', 'sliding-window-counter']);
-const STATUS_TEXT = { 200: 'OK', 429: 'Too Many Requests', 503: 'Service Unavailable' };
+const STATUS_TEXT = { 200: 'OK', 429: 'Too Many Requests' };
 const SVG_NS = 'http://www.w3.org/2000/svg';
 /** Requests closer than one column on screen stack up in it, earliest at the bottom. */
 const COLUMN_PX = 5;
@@ -600,7 +600,13 @@ function renderDetails() {
 // ---------------------------------------------------------------------------------------------
 // Live mode: real requests to the sample app's rate-limited routes
 
-const live = { sent: 0, statusCounts: new Map(), autoTimer: null };
+const live = {
+  sent: 0,
+  statusCounts: new Map(),
+  autoTimer: null,
+  /** Bumped by "Clear log", so answers to requests sent before it are not counted after it. */
+  logGeneration: 0,
+};
 const liveLog = byId('live-log');
 const liveAlgorithm = byId('live-algorithm');
 
@@ -624,6 +630,7 @@ function updateLiveSummary() {
 
 async function sendLiveRequest() {
   const algorithm = liveAlgorithm.value;
+  const generation = live.logGeneration;
   const number = ++live.sent;
   const badge = element('span', { class: 'badge' }, '…');
   const timing = element('span', { class: 'timing' }, 'waiting');
@@ -649,7 +656,9 @@ async function sendLiveRequest() {
     badge.textContent = String(response.status);
     entry.dataset.status = String(response.status);
     headers.textContent = lines.join('\n') || '(no RateLimit headers)';
-    live.statusCounts.set(response.status, (live.statusCounts.get(response.status) ?? 0) + 1);
+    if (generation === live.logGeneration) {
+      live.statusCounts.set(response.status, (live.statusCounts.get(response.status) ?? 0) + 1);
+    }
   } catch (error) {
     badge.textContent = 'error';
     entry.dataset.status = 'error';
@@ -681,6 +690,7 @@ byId('live-auto').addEventListener('click', () => {
 });
 byId('live-clear').addEventListener('click', () => {
   liveLog.replaceChildren();
+  live.logGeneration++;
   live.sent = 0;
   live.statusCounts.clear();
   updateLiveSummary();
@@ -692,7 +702,8 @@ byId('live-clear').addEventListener('click', () => {
 async function start() {
   const response = await fetch('config');
   state.config = await response.json();
-  const { store, live: livePolicy, algorithms } = state.config;
+  const { store, live: livePolicy, algorithms, burstSize } = state.config;
+  byId('run-burst').textContent = `Send a ${burstSize}-request burst`;
   byId('store-note').textContent =
     store === 'redis'
       ? 'Every decision below comes from the library’s Lua scripts on Redis, on a virtual clock.'
