@@ -67,11 +67,15 @@ export class RateLimiter {
   }
 
   /**
-   * A limiter on the same store and options that reads time from `clock` (epoch ms): for
-   * simulations that replay traffic on a virtual clock. An extension of the contract.
+   * A limiter on the same store and options that reads time from `clock` (epoch ms), for
+   * simulations that replay traffic on a virtual clock; `timeout` may be relaxed for them.
+   * An extension of the contract.
    */
-  withClock(clock: () => number): RateLimiter {
-    return new RateLimiter({ ...this.options, clock }, this.store);
+  withClock(clock: () => number, options: { timeout?: number } = {}): RateLimiter {
+    return new RateLimiter(
+      { ...this.options, clock, timeout: options.timeout ?? this.options.timeout },
+      this.store,
+    );
   }
 
   /**

@@ -12,7 +12,9 @@ algorithms['leaky-bucket'] = {
     local v = { interval = interval, start = start }
     v.allowed = wait + (p.cost - 1) * interval < p.burst * interval
     v.delay = v.allowed and wait or 0
-    v.retry = v.allowed and 0 or wait - (p.burst - p.cost + 1) * interval
+    -- Admission is strict (below burst * interval), so the boundary instant itself still
+    -- fails: the retry is the first whole millisecond after it.
+    v.retry = v.allowed and 0 or math.floor(wait - (p.burst - p.cost + 1) * interval) + 1
     v.remaining = math.ceil(p.burst - wait / interval)
     v.reset = wait
     return v

@@ -78,7 +78,12 @@ describe.each<StoreKind>(['redis', 'memory'])('%s store', (kind) => {
       expect(delays).toEqual([0, 1_000, 2_000]);
       const full = await consume(policy);
       expect(full.allowed).toBe(false);
-      expect(full.results[0]).toMatchObject({ delayMs: 0, remaining: 0, resetMs: 3_000 });
+      expect(full.results[0]).toMatchObject({
+        delayMs: 0,
+        remaining: 0,
+        resetMs: 3_000,
+        retryAfterMs: 1,
+      });
       clock.advance(1);
       expect((await consume(policy)).results[0]).toMatchObject({ allowed: true, delayMs: 2_999 });
     });
@@ -88,8 +93,8 @@ describe.each<StoreKind>(['redis', 'memory'])('%s store', (kind) => {
       const denied = await consume(policy, 2);
       expect(denied.allowed).toBe(false);
       // Admission needs wait + (c - 1) * interval strictly below burst * interval: the
-      // boundary instant itself is the retry time, and any moment after it passes.
-      expect(denied.results[0].retryAfterMs).toBe(0);
+      // boundary instant itself fails, the first millisecond after it passes.
+      expect(denied.results[0].retryAfterMs).toBe(1);
       clock.advance(1);
       expect((await consume(policy, 2)).results[0]).toMatchObject({
         allowed: true,

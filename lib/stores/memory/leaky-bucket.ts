@@ -17,7 +17,7 @@ export const leakyBucket: MemoryAlgorithm<number, LeakyBucketVerdict> = {
       start,
       allowed,
       delay: allowed ? wait : 0,
-      retry: allowed ? 0 : wait - (p.burst - p.cost + 1) * interval,
+      retry: allowed ? 0 : Math.floor(wait - (p.burst - p.cost + 1) * interval) + 1,
       remaining: Math.ceil(p.burst - wait / interval),
       reset: wait,
     };
