@@ -33,9 +33,10 @@ import {
 } from './pod-config.js';
 
 /**
- * Generous, and with failureMode 'closed': on a loaded 2-core machine a decision can take
- * far longer than the default 100 ms, and failing open would count as leaks what are
- * really timeouts. A late decision shows up as a 503 instead, which the harness reports.
+ * Unless the config says otherwise: generous, and with failureMode 'closed'. On a loaded
+ * 2-core machine a decision can take far longer than the default 100 ms, and failing open
+ * would count as leaks what are really timeouts. A late decision shows up as a 503
+ * instead, which the harness reports.
  */
 const DECISION_TIMEOUT_MS = 10_000;
 
@@ -99,8 +100,8 @@ function podModule(config: PodConfig): DynamicModule {
     prefix: config.prefix,
     clock: config.clock ?? 'redis',
     keyBy: clientKey,
-    failureMode: 'closed',
-    timeout: DECISION_TIMEOUT_MS,
+    failureMode: config.failureMode ?? 'closed',
+    timeout: config.decisionTimeoutMs ?? DECISION_TIMEOUT_MS,
   });
   return { module: PodModule, imports: [rateLimits], controllers: [controller] };
 }

@@ -22,6 +22,9 @@ export interface PodConfig {
   /** Required by `library` and `naive-redis`. */
   readonly redisUrl?: string;
   readonly clock?: 'redis' | 'local';
+  /** The module's `failureMode` and `timeout`; the pods default to 'closed' and 10 s. */
+  readonly failureMode?: 'open' | 'closed';
+  readonly decisionTimeoutMs?: number;
   /** Key prefix, so that runs sharing one Redis never share a budget. */
   readonly prefix: string;
   /** Route name (served at GET /limited/<name>) to its policy. */
