@@ -1,6 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
+import type { RateLimitStore } from './stores/rate-limit-store.interface.js';
 
 export type FailureMode = 'open' | 'closed';
 export type HeaderStyle = 'ietf' | 'legacy' | 'both' | 'none';
@@ -14,6 +15,12 @@ export interface RateLimitModuleOptions {
    * client you own (never closed by the module). Omitted: the embedded in-process store.
    */
   redis?: string | RedisOptions | Redis | Cluster;
+  /**
+   * A store of your own (Valkey functions, a Redis module, an instrumented wrapper): used
+   * instead of `redis` and the embedded store, and never closed by the module. An extension
+   * of the contract.
+   */
+  store?: RateLimitStore;
   /** First part of every Redis key; default `'rl'`. */
   prefix?: string;
   /** Applied to every route without its own `@RateLimit`; scope `'global'` by default. */

@@ -6,6 +6,7 @@ import {
   Logger,
   type OnModuleInit,
 } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import { DiscoveryService, HttpAdapterHost, MetadataScanner, Reflector } from '@nestjs/core';
 import {
   RATE_LIMIT_OPTIONS,
@@ -18,6 +19,7 @@ import {
   retryAfterSeconds,
 } from './rate-limit.exceptions.js';
 import type { RateLimitDecision } from './rate-limit-decision.interface.js';
+import { RateLimitConfigError } from './rate-limit-config.error.js';
 import { rateLimitHeaders } from './rate-limit-headers.js';
 import type { RateLimitPolicy } from './rate-limit-policy.interface.js';
 import { RateLimiter } from './rate-limiter.service.js';
@@ -34,6 +36,9 @@ interface RoutePlan {
   readonly sharesModuleKey: boolean;
 }
 
+/** Route ids go into keys: plain ASCII and bounded, or hashed. */
+const READABLE_ROUTE = /^[\w.$-]{1,64}$/;
+
 /** A route handler or controller class, as Nest hands them over. */
 type Named = { readonly name: string };
 
@@ -49,8 +54,10 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
   protected readonly logger = new Logger('RateLimit');
   private readonly failureLog = new ThrottledLog(this.logger);
   private readonly dryRunLog = new ThrottledLog(this.logger);
-  private readonly plans = new Map<unknown, RoutePlan>();
-  private readonly routeIds = new Map<string, unknown>();
+  /** By controller, then handler: an inherited handler serves several controllers. */
+  private readonly plans = new Map<Named, Map<Named, RoutePlan>>();
+  /** Route ids in use, with the controller and handler each names. */
+  private readonly routeIds = new Map<string, readonly [Named, Named]>();
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) protected readonly options: ResolvedRateLimitOptions,
@@ -68,7 +75,7 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
       if (!instance || typeof metatype !== 'function') continue;
       const prototype = Object.getPrototypeOf(instance) as Record<string, unknown>;
       for (const method of this.metadataScanner.getAllMethodNames(prototype)) {
-        this.planFor(prototype[method] as Named, metatype);
+        this.planFor(prototype[method] as Named, metatype as Named);
       }
     }
   }
@@ -76,7 +83,8 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     if (context.getType() !== 'http') return true;
     const handler: Named = context.getHandler();
-    const plan = this.plans.get(handler) ?? this.planFor(handler, context.getClass());
+    const controller: Named = context.getClass();
+    const plan = this.plans.get(controller)?.get(handler) ?? this.planFor(handler, controller);
     if (plan.policies.length === 0) return true;
     if (this.options.skip && (await this.options.skip(context))) return true;
 
@@ -86,14 +94,22 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
     try {
       decision = await this.limiter.decide('consume', clientKeys, plan.policies, costs);
     } catch (error) {
-      if (error instanceof RateLimitUnavailableException) return this.onStoreFailure(error);
+      if (error instanceof RateLimitUnavailableException)
+        return this.onStoreFailure(context, error);
+      // A cost no budget can hold is a denial too, and a dry run never denies.
+      if (error instanceof RateLimitExceededException && this.options.dryRun) {
+        this.dryRunLog.warn(
+          `dry run: would have denied on ${controller.name}.${handler.name}: ${error.message}`,
+        );
+        return true;
+      }
       throw error;
     }
     this.setHeaders(context, decision);
     if (!decision.allowed) {
       if (!this.options.dryRun) this.deny(context, decision);
       this.dryRunLog.warn(
-        `dry run: would have denied ${clientKeys[0]} on ${context.getClass().name}.${handler.name}`,
+        `dry run: would have denied ${clientKeys[0]} on ${controller.name}.${handler.name}`,
       );
       return true;
     }
@@ -125,12 +141,16 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
   }
 
   /** Store down or late: admit and warn (open) or answer 503 (closed). */
-  protected onStoreFailure(error: RateLimitUnavailableException): boolean {
+  protected onStoreFailure(
+    context: ExecutionContext,
+    error: RateLimitUnavailableException,
+  ): boolean {
     const open = this.options.failureMode === 'open';
     this.failureLog.warn(
       `${error.message}; ${open ? 'admitting requests' : 'answering 503'} (failureMode '${this.options.failureMode}')`,
     );
     if (open) return true;
+    this.setRetryAfter(context, error.retryAfter);
     throw error;
   }
 
@@ -140,15 +160,20 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
     const retryAfter = retryAfterSeconds(
       Math.max(...decision.results.map((result) => result.retryAfterMs)),
     );
-    this.adapterHost.httpAdapter.setHeader(
-      context.switchToHttp().getResponse(),
-      'Retry-After',
-      String(retryAfter),
-    );
+    this.setRetryAfter(context, retryAfter);
     const names = denied.map((result) => `"${result.policy}"`).join(', ');
     throw new RateLimitExceededException(
       `Rate limit exceeded (${names}); retry in ${retryAfter} s.`,
       retryAfter,
+    );
+  }
+
+  /** Set by the guard itself, so it survives an app-wide exception filter of the user's. */
+  private setRetryAfter(context: ExecutionContext, seconds: number): void {
+    this.adapterHost.httpAdapter.setHeader(
+      context.switchToHttp().getResponse(),
+      'Retry-After',
+      String(seconds),
     );
   }
 
@@ -161,31 +186,42 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
     }
   }
 
+  /**
+   * The handler's own decorators win over its controller's: its @RateLimit replaces the
+   * controller's policies (and escapes the controller's @SkipRateLimit), its
+   * @SkipRateLimit replaces the controller's.
+   */
   private planFor(handler: Named, controller: Named): RoutePlan {
-    const cached = this.plans.get(handler);
-    if (cached) return cached;
-    const targets = [handler, controller] as Parameters<Reflector['getAllAndOverride']>[1];
-    const skip = this.reflector.getAllAndOverride<string[] | true | undefined>(
-      SKIP_RATE_LIMIT_METADATA,
-      targets,
-    );
-    const declared = this.reflector.getAllAndOverride<RateLimitPolicy[] | undefined>(
-      RATE_LIMIT_POLICIES_METADATA,
-      targets,
-    );
+    const metadata = <T>(key: string, target: Named) =>
+      this.reflector.get<T | undefined>(key, target as never);
+    const handlerPolicies = metadata<RateLimitPolicy[]>(RATE_LIMIT_POLICIES_METADATA, handler);
+    const declared =
+      handlerPolicies ?? metadata<RateLimitPolicy[]>(RATE_LIMIT_POLICIES_METADATA, controller);
+    const skip =
+      metadata<string[] | true>(SKIP_RATE_LIMIT_METADATA, handler) ??
+      (handlerPolicies
+        ? undefined
+        : metadata<string[] | true>(SKIP_RATE_LIMIT_METADATA, controller));
     const label = `${controller.name}.${handler.name}`;
     let plan = UNLIMITED;
     if (skip !== true) {
+      const routeId = this.routeId(label, controller, handler);
       const source = declared
-        ? { label, routeId: this.routeId(label, handler), defaultScope: 'route' as const }
+        ? { label, routeId, defaultScope: 'route' as const }
         : {
             label: `RateLimitModule options (for ${label})`,
-            routeId: this.routeId(label, handler),
+            routeId,
             defaultScope: 'global' as const,
           };
-      const policies = resolvePolicies(declared ?? this.options.policies, source).filter(
-        (policy) => !skip?.includes(policy.name),
-      );
+      const resolved = resolvePolicies(declared ?? this.options.policies, source);
+      const unknown =
+        skip?.filter((name) => !resolved.some((policy) => policy.name === name)) ?? [];
+      if (unknown.length > 0) {
+        throw new RateLimitConfigError(
+          `Invalid @SkipRateLimit on ${label}: no policy named ${unknown.map((name) => `"${name}"`).join(', ')} applies there`,
+        );
+      }
+      const policies = resolved.filter((policy) => !skip?.includes(policy.name));
       const costsAreFixed = policies.every((policy) => typeof policy.cost === 'number');
       plan = {
         policies,
@@ -193,17 +229,26 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
         sharesModuleKey: policies.every((policy) => !policy.keyBy),
       };
     }
-    this.plans.set(handler, plan);
+    const byHandler = this.plans.get(controller) ?? new Map<Named, RoutePlan>();
+    this.plans.set(controller, byHandler.set(handler, plan));
     return plan;
   }
 
-  /** Names a route in keys; two controllers of one name in different modules get '~2', '~3'. */
-  private routeId(label: string, handler: unknown): string {
-    let id = label.length <= 64 ? label : label.slice(0, 64);
-    for (let n = 2; this.routeIds.has(id) && this.routeIds.get(id) !== handler; n++) {
-      id = `${label.slice(0, 60)}~${n}`;
+  /**
+   * Names a route in keys: `Controller.handler` when short and plain, else a hash of it;
+   * two controllers of one name (in different modules) get '~2', '~3' in discovery order.
+   */
+  private routeId(label: string, controller: Named, handler: Named): string {
+    const base = READABLE_ROUTE.test(label)
+      ? label
+      : '#' + createHash('sha256').update(label).digest('base64url').slice(0, 22);
+    let id = base;
+    for (let n = 2; ; n++) {
+      const owner = this.routeIds.get(id);
+      if (!owner || (owner[0] === controller && owner[1] === handler)) break;
+      id = `${base}~${n}`;
     }
-    this.routeIds.set(id, handler);
+    this.routeIds.set(id, [controller, handler]);
     return id;
   }
 }

@@ -31,8 +31,11 @@ const NO_GUARD = { canActivate: () => true };
     },
     {
       provide: RATE_LIMIT_REDIS,
-      useFactory: async ({ redis }: ResolvedRateLimitOptions): Promise<RedisClient | null> => {
-        if (redis === undefined) return null;
+      useFactory: async ({
+        redis,
+        store,
+      }: ResolvedRateLimitOptions): Promise<RedisClient | null> => {
+        if (redis === undefined || store) return null;
         return isRedisClient(redis) ? redis : createRedisClient(redis, logger);
       },
       inject: [RATE_LIMIT_OPTIONS],
@@ -43,6 +46,7 @@ const NO_GUARD = { canActivate: () => true };
         options: ResolvedRateLimitOptions,
         client: RedisClient | null,
       ): RateLimitStore => {
+        if (options.store) return options.store;
         if (client) return new RedisStore(client, !isRedisClient(options.redis));
         logger.warn(
           'No redis option: using the embedded in-process store, so limits are per process. ' +
@@ -66,11 +70,15 @@ const NO_GUARD = { canActivate: () => true };
   exports: [RATE_LIMIT_OPTIONS, RATE_LIMIT_REDIS, RATE_LIMIT_STORE, RateLimiter, RateLimitGuard],
 })
 export class RateLimitModule extends ConfigurableModuleClass implements OnApplicationShutdown {
-  constructor(@Inject(RATE_LIMIT_STORE) private readonly store: RateLimitStore) {
+  constructor(
+    @Inject(RATE_LIMIT_STORE) private readonly store: RateLimitStore,
+    @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
+  ) {
     super();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.store.close();
+    // A store handed in by the user is theirs to close.
+    if (this.store !== this.options.store) await this.store.close();
   }
 }

@@ -89,27 +89,35 @@ export class RateLimiter {
     costs: readonly number[],
   ): Promise<RateLimitDecision> {
     const keys: string[] = [];
+    let tag = '';
+    let impossible: Set<number> | undefined;
     for (let i = 0; i < policies.length; i++) {
-      this.assertCost(policies[i], costs[i]);
-      keys.push(policyKey(this.options.prefix, clientTag(clientKeys[i]), policies[i].keySuffix));
+      if (this.isBeyondCapacity(mode, policies[i], costs[i])) (impossible ??= new Set()).add(i);
+      // Policies keyed alike (the usual case) share one tag: encode it once.
+      if (i === 0 || clientKeys[i] !== clientKeys[i - 1]) tag = clientTag(clientKeys[i]);
+      keys.push(policyKey(this.options.prefix, tag, policies[i].keySuffix));
     }
     const { allowed, verdicts } = await this.guardStore(
       this.store.decide({
         mode,
         keys,
         policies,
-        costs,
+        // A peek at an impossible cost still reports the budget's state, at a cost it can hold.
+        costs: impossible
+          ? costs.map((cost, i) => (impossible.has(i) ? policies[i].maxCost : cost))
+          : costs,
         now: this.now?.(),
         ttlFloorMs: this.ttlFloorMs,
       }),
     );
     return {
-      allowed,
+      allowed: allowed && !impossible,
       results: verdicts.map((verdict, i) => ({
         policy: policies[i].name,
         limit: policies[i].limit,
         window: policies[i].windowMs,
         ...verdict,
+        ...(impossible?.has(i) && { allowed: false, retryAfterMs: Infinity }),
       })),
     };
   }
@@ -138,19 +146,22 @@ export class RateLimiter {
     return list.map((policy) => this.resolved.get(policy)!);
   }
 
-  /** A malformed cost is the caller's mistake (400); one no budget can hold is a denial (429). */
-  private assertCost(policy: ResolvedPolicy, cost: number): void {
+  /**
+   * A malformed cost is the caller's mistake (400). One the policy can never admit is a
+   * denial with its own message (429) when consuming; a peek just answers no.
+   */
+  private isBeyondCapacity(mode: DecisionMode, policy: ResolvedPolicy, cost: number): boolean {
     if (!Number.isSafeInteger(cost) || cost <= 0) {
       throw new BadRequestException(
         `Rate limit cost for policy "${policy.name}" must be a positive integer (got ${String(cost)})`,
       );
     }
-    if (cost > policy.maxCost) {
-      throw new RateLimitExceededException(
-        `A cost of ${cost} exceeds what policy "${policy.name}" can ever admit (${policy.maxCost}).`,
-        retryAfterSeconds(policy.windowMs),
-      );
-    }
+    if (cost <= policy.maxCost) return false;
+    if (mode === 'peek') return true;
+    throw new RateLimitExceededException(
+      `A cost of ${cost} exceeds what policy "${policy.name}" can ever admit (${policy.maxCost}).`,
+      retryAfterSeconds(policy.windowMs),
+    );
   }
 
   /** Store failures and late answers all become RateLimitUnavailableException. */

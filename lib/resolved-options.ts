@@ -13,6 +13,7 @@ import { resolvePolicies } from './resolved-policy.js';
 /** Module options with every default filled in and every field checked (`RATE_LIMIT_OPTIONS`). */
 export interface ResolvedRateLimitOptions {
   readonly redis: RateLimitModuleOptions['redis'];
+  readonly store: RateLimitModuleOptions['store'];
   readonly prefix: string;
   readonly policies: readonly RateLimitPolicy[];
   readonly failureMode: FailureMode;
@@ -43,8 +44,8 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
     headers = 'ietf',
     clock = 'redis',
   } = options;
-  if (typeof prefix !== 'string' || !PREFIX.test(prefix)) {
-    throw fail('prefix', `must be 1-32 characters without braces or spaces (got ${shown(prefix)})`);
+  if (typeof prefix !== 'string' || !PREFIX.test(prefix) || Buffer.byteLength(prefix) > 32) {
+    throw fail('prefix', `must be 1-32 bytes without braces or spaces (got ${shown(prefix)})`);
   }
   if (!Array.isArray(policies)) throw fail('policies', 'must be an array of policies');
   if (!FAILURE_MODES.includes(failureMode)) {
@@ -62,6 +63,15 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
       `must be 'redis', 'local' or a function returning epoch ms (got ${shown(clock)})`,
     );
   }
+  const { store } = options;
+  if (
+    store !== undefined &&
+    !['decide', 'reset', 'close'].every(
+      (method) => typeof (store as unknown as Record<string, unknown>)[method] === 'function',
+    )
+  ) {
+    throw fail('store', 'must implement RateLimitStore (decide, reset, close)');
+  }
   for (const field of ['keyBy', 'skip'] as const) {
     if (options[field] !== undefined && typeof options[field] !== 'function') {
       throw fail(field, 'must be a function');
@@ -71,6 +81,7 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
   resolvePolicies(policies, { label: 'RateLimitModule options', defaultScope: 'global' });
   return {
     redis: options.redis,
+    store,
     prefix,
     policies,
     failureMode,

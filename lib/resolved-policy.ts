@@ -74,7 +74,7 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
     fail('name', `must be 1-64 letters, digits, '_', '.' or '-' (got ${JSON.stringify(name)})`);
   }
   const algorithm = policy.algorithm ?? 'sliding-window-counter';
-  if (!(algorithm in ALGORITHM_CODES)) {
+  if (typeof algorithm !== 'string' || !Object.hasOwn(ALGORITHM_CODES, algorithm)) {
     fail(
       'algorithm',
       `must be one of ${Object.keys(ALGORITHM_CODES).join(', ')} (got ${JSON.stringify(algorithm)})`,

@@ -28,8 +28,15 @@ algorithms['sliding-window-log'] = {
     -- Members must be unique even within one millisecond: number them after the entries
     -- already stamped with this time.
     local first = redis.call('ZCOUNT', key, stamp, stamp)
+    local entries = {}
     for i = 0, p.cost - 1 do
-      redis.call('ZADD', key, stamp, stamp .. ':' .. (first + i))
+      entries[#entries + 1] = stamp
+      entries[#entries + 1] = stamp .. ':' .. (first + i)
+      -- unpack() is bounded by Lua's stack: add in batches.
+      if #entries == 1000 or i == p.cost - 1 then
+        redis.call('ZADD', key, unpack(entries))
+        entries = {}
+      end
     end
     -- Only a lowered limit can leave more entries than it allows; keep the newest.
     redis.call('ZREMRANGEBYRANK', key, 0, -(p.limit + 1))

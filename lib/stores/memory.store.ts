@@ -22,7 +22,11 @@ const ALGORITHMS: Record<Algorithm, MemoryAlgorithm<unknown, MemoryVerdict>> = {
 
 interface Entry {
   state: unknown;
-  /** In the decisions' clock; swept, never consulted by a decision (state dates itself). */
+  /**
+   * Real time (Date.now) at which the sweep drops the entry, as Redis expires a key: never
+   * in the decisions' clock, which a virtual clock may run far ahead. Decisions ignore it,
+   * since every state dates itself.
+   */
   expiresAt: number;
 }
 
@@ -34,12 +38,14 @@ const SWEEP_EVERY_MS = 10_000;
  */
 export class MemoryStore implements RateLimitStore {
   private readonly entries = new Map<string, Entry>();
-  private latestNow = 0;
-  private readonly sweeper = setInterval(() => this.sweep(), SWEEP_EVERY_MS).unref();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(sweepEveryMs = SWEEP_EVERY_MS) {
+    this.sweeper = setInterval(() => this.sweep(), sweepEveryMs).unref();
+  }
 
   async decide(request: DecideRequest): Promise<StoreDecision> {
     const now = request.now ?? Date.now();
-    this.latestNow = Math.max(this.latestNow, now);
     const { keys, policies, costs } = request;
     const checked = policies.map((policy, i) => {
       const algorithm = ALGORITHMS[policy.algorithm];
@@ -55,7 +61,8 @@ export class MemoryStore implements RateLimitStore {
     if (allowed && request.mode === 'consume') {
       checked.forEach(({ algorithm, p, verdict }, i) => {
         const { state, ttlMs } = algorithm.commit(now, p, verdict);
-        this.entries.set(keys[i], { state, expiresAt: now + Math.max(Math.ceil(ttlMs), 1) });
+        const lifetime = Math.max(Math.ceil(ttlMs), request.ttlFloorMs, 1);
+        this.entries.set(keys[i], { state, expiresAt: Date.now() + lifetime });
       });
     }
     return {
@@ -81,8 +88,9 @@ export class MemoryStore implements RateLimitStore {
 
   /** Drops budgets that can no longer change a decision, so memory follows active clients. */
   private sweep(): void {
+    const now = Date.now();
     for (const [key, entry] of this.entries) {
-      if (entry.expiresAt <= this.latestNow) this.entries.delete(key);
+      if (entry.expiresAt <= now) this.entries.delete(key);
     }
   }
 }

@@ -1,10 +1,12 @@
 import { Controller, Get } from '@nestjs/common';
 import {
+  MemoryStore,
   RateLimit,
   RateLimitGuard,
   RateLimitModule,
   type RateLimitModuleOptions,
   type RateLimitOptionsFactory,
+  type RateLimitStore,
   SkipRateLimit,
 } from '../../lib/index.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
@@ -110,6 +112,43 @@ class RoutesController {
   }
 }
 
+/** Two controllers inheriting one handler: each keeps its own policies and budget. */
+class InheritedListing {
+  @Get('list')
+  list() {
+    return 'ok';
+  }
+}
+
+@Controller('strict-listing')
+@RateLimit({ limit: 1, window: '1m' })
+class StrictListingController extends InheritedListing {}
+
+@Controller('loose-listing')
+@RateLimit({ limit: 5, window: '1m' })
+class LooseListingController extends InheritedListing {}
+
+@Controller('mostly-open')
+@SkipRateLimit()
+class MostlyOpenController {
+  @Get('open')
+  open() {
+    return 'ok';
+  }
+
+  @Get('limited')
+  @RateLimit({ limit: 1, window: '1m' })
+  limited() {
+    return 'ok';
+  }
+
+  @Get('oversized')
+  @RateLimit({ limit: 1, window: '1m', cost: () => 5 })
+  oversized() {
+    return 'ok';
+  }
+}
+
 const statuses = async (responses: Promise<Response>[]) =>
   (await Promise.all(responses)).map((r) => r.status);
 const sequentially = async (count: number, request: () => Promise<Response>) => {
@@ -137,7 +176,13 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
           ...options,
         }),
       ],
-      [LimitedController, RoutesController],
+      [
+        LimitedController,
+        RoutesController,
+        StrictListingController,
+        LooseListingController,
+        MostlyOpenController,
+      ],
     );
   let client = 0;
   const nextClient = () => `client-${++client}-${Date.now()}`;
@@ -209,6 +254,29 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
       expect(last.headers.get('ratelimit')).toMatch(/^"wide";r=3;t=\d+, "narrow";r=0;t=\d+$/);
     });
 
+    it('plans an inherited handler per controller', async () => {
+      const who = nextClient();
+      expect(await sequentially(2, () => running.get('/strict-listing/list', who))).toEqual([
+        200, 429,
+      ]);
+      expect(await sequentially(2, () => running.get('/loose-listing/list', who))).toEqual([
+        200, 200,
+      ]);
+      expect((await running.get('/loose-listing/list', who)).headers.get('ratelimit-policy')).toBe(
+        '"default";q=5;w=60',
+      );
+    });
+
+    it("lets a handler's @RateLimit escape its controller's @SkipRateLimit", async () => {
+      const who = nextClient();
+      expect(await sequentially(3, () => running.get('/mostly-open/open', who))).toEqual([
+        200, 200, 200,
+      ]);
+      expect(await sequentially(2, () => running.get('/mostly-open/limited', who))).toEqual([
+        200, 429,
+      ]);
+    });
+
     it('limits clients independently', async () => {
       const results = await statuses(
         [nextClient(), nextClient(), nextClient()].map((who) => running.get('/limited/own', who)),
@@ -270,6 +338,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
       expect((await running.get('/limited/own', who)).headers.get('ratelimit')).toMatch(
         /^"own";r=0;/,
       );
+      expect((await running.get('/mostly-open/oversized', who)).status).toBe(200);
     } finally {
       await running.close();
     }
@@ -340,6 +409,29 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
     } finally {
       await running.close();
     }
+  });
+
+  it("decides on a store of the user's own, and leaves closing it to them", async () => {
+    const inner = new MemoryStore();
+    const seen: string[][] = [];
+    const store: RateLimitStore = {
+      decide: (request) => (seen.push([...request.keys]), inner.decide(request)),
+      reset: (keys) => inner.reset(keys),
+      close: () => Promise.reject(new Error('the module must not close a store it was given')),
+    };
+    const running = await startApp(
+      adapter,
+      [RateLimitModule.forRoot({ store, keyBy: byClientHeader })],
+      [LimitedController],
+    );
+    const who = nextClient();
+    expect(await sequentially(2, () => running.get('/limited/own', who))).toEqual([200, 429]);
+    expect(seen).toEqual([
+      [`rl:{${who}}:own:swl:LimitedController.own`],
+      [`rl:{${who}}:own:swl:LimitedController.own`],
+    ]);
+    await running.close();
+    await inner.close();
   });
 
   it('forRootAsync takes options from a class (useClass)', async () => {

@@ -1,5 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
-import { RateLimit, RateLimitModule } from '../../lib/index.js';
+import { RateLimit, RateLimitModule, SkipRateLimit } from '../../lib/index.js';
 import { startApp } from '../support/test-app.js';
 
 @Controller('orders')
@@ -28,6 +28,25 @@ class FineController {
   }
 }
 
+@Controller('prototype')
+class PrototypeNameController {
+  @Get()
+  @RateLimit({ limit: 10, window: '1m', algorithm: 'toString' as never })
+  list() {
+    return [];
+  }
+}
+
+@Controller('typo')
+@RateLimit({ name: 'burst', limit: 10, window: '1m' })
+class SkipTypoController {
+  @Get()
+  @SkipRateLimit('brust')
+  list() {
+    return [];
+  }
+}
+
 /** Bad configuration stops the start with a message naming the route and the field. */
 describe('start-up validation', () => {
   it('names the handler and field of an invalid decorator policy', async () => {
@@ -40,6 +59,18 @@ describe('start-up validation', () => {
     await expect(
       startApp('express', [RateLimitModule.forRoot({})], [UsersController]),
     ).rejects.toThrow(/"dup" on UsersController\.list: name is used twice/);
+  });
+
+  it('rejects an algorithm name that only Object.prototype knows', async () => {
+    await expect(
+      startApp('express', [RateLimitModule.forRoot({})], [PrototypeNameController]),
+    ).rejects.toThrow(/on PrototypeNameController\.list: algorithm must be one of/);
+  });
+
+  it('rejects @SkipRateLimit names that match no policy of the route', async () => {
+    await expect(
+      startApp('express', [RateLimitModule.forRoot({})], [SkipTypoController]),
+    ).rejects.toThrow(/@SkipRateLimit on SkipTypoController\.list: no policy named "brust"/);
   });
 
   it('rejects invalid module options', async () => {

@@ -59,6 +59,24 @@ describe.each<StoreKind>(['redis', 'memory'])('%s store', (kind) => {
       expect(denied.results[0].retryAfterMs).toBe(500);
     });
 
+    it('admits exactly at the retry time it announced, with no drift in the refill', async () => {
+      const drifty: RateLimitPolicy = {
+        algorithm: 'token-bucket',
+        limit: 1,
+        window: 700,
+        burst: 2,
+      };
+      for (const at of [0, 700, 700, 1_656]) {
+        clock.set(start + at);
+        await consume(drifty);
+      }
+      clock.set(start + 1_861);
+      const denied = await consume(drifty);
+      expect(denied.allowed).toBe(false);
+      clock.set(start + 1_861 + Math.ceil(denied.results[0].retryAfterMs));
+      expect((await consume(drifty)).allowed).toBe(true);
+    });
+
     it('charges a cost only when that many tokens are present', async () => {
       expect((await consume(policy, 3)).results[0].remaining).toBe(2);
       const denied = await consume(policy, 3);
@@ -234,6 +252,16 @@ describe.each<StoreKind>(['redis', 'memory'])('%s store', (kind) => {
       await expect(consume(policy, 0)).rejects.toMatchObject({ status: 400 });
       await expect(consume(policy, 3)).rejects.toMatchObject({ status: 429 });
       expect((await fixture.limiter.peek(key, policy)).results[0].remaining).toBe(2);
+    });
+
+    it('answers a peek at an impossible cost with a no that never clears', async () => {
+      const peeked = await fixture.limiter.peek(key, policy, 3);
+      expect(peeked.allowed).toBe(false);
+      expect(peeked.results[0]).toMatchObject({
+        allowed: false,
+        remaining: 2,
+        retryAfterMs: Infinity,
+      });
     });
   });
 });

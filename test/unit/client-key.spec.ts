@@ -8,6 +8,10 @@ describe('normalizeIp', () => {
     ['2001:db8:abcd:12::99', '2001:db8:abcd:12::/64'],
     ['2001:0db8::1', '2001:db8:0:0::/64'],
     ['::1', '0:0:0:0::/64'],
+    ['::FFFF:203.0.113.7', '203.0.113.7'],
+    ['::ffff:cb00:7107', '203.0.113.7'],
+    ['1::2:3:4:5:6.7.8.9', '1:0:2:3::/64'],
+    ['fe80::1%eth0', 'fe80:0:0:0::/64'],
   ])('%s is keyed as %s', (ip, key) => expect(normalizeIp(ip)).toBe(key));
 
   it('puts two addresses of one /64 in one budget', () => {

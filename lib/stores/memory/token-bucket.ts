@@ -1,41 +1,42 @@
 import type { MemoryAlgorithm, MemoryVerdict } from './memory-algorithm.js';
 
-/** Mirrors lua/token-bucket.lua. */
+/** Mirrors lua/token-bucket.lua: the level counts tokens times the window. */
 interface TokenBucketState {
-  tokens: number;
+  level: number;
   ts: number;
 }
 interface TokenBucketVerdict extends MemoryVerdict {
-  interval: number;
-  tokens: number;
+  capacity: number;
+  level: number;
   ts: number;
 }
 
 export const tokenBucket: MemoryAlgorithm<TokenBucketState, TokenBucketVerdict> = {
   check(state, now, p) {
-    const interval = p.window / p.limit;
-    let tokens = p.burst;
+    const capacity = p.burst * p.window;
+    let level = capacity;
     let ts = now;
     if (state) {
       ts = Math.max(now, state.ts);
-      tokens = Math.min(p.burst, state.tokens + (ts - state.ts) / interval);
+      level = Math.min(capacity, state.level + (ts - state.ts) * p.limit);
     }
-    const allowed = tokens >= p.cost;
+    const need = p.cost * p.window;
+    const allowed = level >= need;
     return {
-      interval,
-      tokens,
+      capacity,
+      level,
       ts,
       delay: 0,
       allowed,
-      retry: allowed ? 0 : (p.cost - tokens) * interval,
-      remaining: tokens,
-      reset: (p.burst - tokens) * interval,
+      retry: allowed ? 0 : (need - level) / p.limit,
+      remaining: level / p.window,
+      reset: (capacity - level) / p.limit,
     };
   },
   commit(now, p, v) {
-    const tokens = v.tokens - p.cost;
-    v.remaining = tokens;
-    v.reset = (p.burst - tokens) * v.interval;
-    return { state: { tokens, ts: v.ts }, ttlMs: v.reset + (v.ts - now) };
+    const level = v.level - p.cost * p.window;
+    v.remaining = level / p.window;
+    v.reset = (v.capacity - level) / p.limit;
+    return { state: { level, ts: v.ts }, ttlMs: v.reset + (v.ts - now) };
   },
 };

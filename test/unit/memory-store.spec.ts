@@ -1,0 +1,46 @@
+import { MemoryStore } from '../../lib/index.js';
+import { resolvePolicies } from '../../lib/resolved-policy.js';
+
+const [policy] = resolvePolicies([{ algorithm: 'fixed-window', limit: 1, window: '1h' }], {
+  label: 'test',
+  defaultScope: 'global',
+});
+const consume = (store: MemoryStore, key: string, now: number | undefined, ttlFloorMs = 0) =>
+  store.decide({ mode: 'consume', keys: [key], policies: [policy], costs: [1], now, ttlFloorMs });
+
+describe('MemoryStore sweep', () => {
+  it('expires entries in real time, so a virtual clock running ahead cannot wipe live budgets', async () => {
+    const store = new MemoryStore(10);
+    try {
+      expect((await consume(store, 'live', undefined)).allowed).toBe(true);
+      // A simulation a day ahead on the same store, then a few sweeps.
+      await consume(store, 'simulated', Date.now() + 86_400_000, 60_000);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect((await consume(store, 'live', undefined)).allowed).toBe(false);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('drops entries whose need has passed', async () => {
+    const store = new MemoryStore(10);
+    try {
+      const shortLived = resolvePolicies([{ algorithm: 'fixed-window', limit: 1, window: 20 }], {
+        label: 'test',
+        defaultScope: 'global',
+      });
+      await store.decide({
+        mode: 'consume',
+        keys: ['k'],
+        policies: shortLived,
+        costs: [1],
+        now: undefined,
+        ttlFloorMs: 0,
+      });
+      await new Promise((resolve) => setTimeout(resolve, 80));
+      expect((store as unknown as { entries: Map<string, unknown> }).entries.size).toBe(0);
+    } finally {
+      await store.close();
+    }
+  });
+});
