@@ -11,14 +11,13 @@ const seconds = (ms: number) => Math.ceil(ms / 1000);
 export function rateLimitHeaders(
   decision: RateLimitDecision,
   style: HeaderStyle,
+  policyHeader?: string,
 ): Record<string, string> {
   const headers: Record<string, string> = {};
   const { results } = decision;
   if (style === 'none' || results.length === 0) return headers;
   if (style === 'ietf' || style === 'both') {
-    headers['RateLimit-Policy'] = results
-      .map((r) => `"${r.policy}";q=${r.limit};w=${Math.max(1, seconds(r.window))}`)
-      .join(', ');
+    headers['RateLimit-Policy'] = policyHeader ?? rateLimitPolicyHeader(results);
     headers['RateLimit'] = results
       .map((r) => `"${r.policy}";r=${r.remaining};t=${seconds(r.resetMs)}`)
       .join(', ');
@@ -30,6 +29,18 @@ export function rateLimitHeaders(
     headers['X-RateLimit-Reset'] = String(seconds(tightest.resetMs));
   }
   return headers;
+}
+
+/**
+ * The `RateLimit-Policy` value: the same for every response of a route, so the guard
+ * computes it once per route and passes it to rateLimitHeaders.
+ */
+export function rateLimitPolicyHeader(
+  policies: readonly { policy: string; limit: number; window: number }[],
+): string {
+  return policies
+    .map((p) => `"${p.policy}";q=${p.limit};w=${Math.max(1, seconds(p.window))}`)
+    .join(', ');
 }
 
 function moreRestrictive(a: PolicyResult, b: PolicyResult): PolicyResult {

@@ -20,7 +20,7 @@ import {
 } from './rate-limit.exceptions.js';
 import type { RateLimitDecision } from './rate-limit-decision.interface.js';
 import { RateLimitConfigError } from './rate-limit-config.error.js';
-import { rateLimitHeaders } from './rate-limit-headers.js';
+import { rateLimitHeaders, rateLimitPolicyHeader } from './rate-limit-headers.js';
 import type { RateLimitPolicy } from './rate-limit-policy.interface.js';
 import { RateLimiter } from './rate-limiter.service.js';
 import type { ResolvedRateLimitOptions } from './resolved-options.js';
@@ -34,6 +34,8 @@ interface RoutePlan {
   readonly fixedCosts: readonly number[] | undefined;
   /** Set when no policy has its own keyBy: the module's key serves them all. */
   readonly sharesModuleKey: boolean;
+  /** The RateLimit-Policy header value, the same for every response. */
+  readonly policyHeader: string;
 }
 
 /** Route ids go into keys: plain ASCII and bounded, or hashed. */
@@ -42,7 +44,12 @@ const READABLE_ROUTE = /^[\w.$-]{1,64}$/;
 /** A route handler or controller class, as Nest hands them over. */
 type Named = { readonly name: string };
 
-const UNLIMITED: RoutePlan = { policies: [], fixedCosts: [], sharesModuleKey: true };
+const UNLIMITED: RoutePlan = {
+  policies: [],
+  fixedCosts: [],
+  sharesModuleKey: true,
+  policyHeader: '',
+};
 
 /**
  * Applies the route's policies to every HTTP request: one store round trip, headers on
@@ -88,7 +95,8 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
     if (plan.policies.length === 0) return true;
     if (this.options.skip && (await this.options.skip(context))) return true;
 
-    const clientKeys = await this.clientKeys(context, plan);
+    const keys = this.clientKeys(context, plan);
+    const clientKeys = Array.isArray(keys) ? keys : await keys;
     const costs = plan.fixedCosts ?? (await this.costs(context, plan.policies));
     let decision: RateLimitDecision;
     try {
@@ -105,7 +113,7 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
       }
       throw error;
     }
-    this.setHeaders(context, decision);
+    this.setHeaders(context, decision, plan);
     if (!decision.allowed) {
       if (!this.options.dryRun) this.deny(context, decision);
       this.dryRunLog.warn(
@@ -119,12 +127,14 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
   }
 
   /** Who is limited, per policy; override to key by user, API key or tenant. */
-  protected async clientKeys(context: ExecutionContext, plan: RoutePlan): Promise<string[]> {
-    const moduleKey = await this.options.keyBy(context);
-    if (plan.sharesModuleKey)
+  protected clientKeys(context: ExecutionContext, plan: RoutePlan): string[] | Promise<string[]> {
+    const moduleKey = this.options.keyBy(context);
+    // The usual case, a synchronous keyBy shared by all policies, takes no promise at all.
+    if (plan.sharesModuleKey && typeof moduleKey === 'string') {
       return plan.policies.length === 1 ? [moduleKey] : plan.policies.map(() => moduleKey);
-    return Promise.all(
-      plan.policies.map((policy) => (policy.keyBy ? policy.keyBy(context) : moduleKey)),
+    }
+    return Promise.resolve(moduleKey).then((key) =>
+      Promise.all(plan.policies.map((policy) => (policy.keyBy ? policy.keyBy(context) : key))),
     );
   }
 
@@ -177,11 +187,16 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
     );
   }
 
-  private setHeaders(context: ExecutionContext, decision: RateLimitDecision): void {
+  private setHeaders(
+    context: ExecutionContext,
+    decision: RateLimitDecision,
+    plan: RoutePlan,
+  ): void {
     if (this.options.headers === 'none') return;
     const response: unknown = context.switchToHttp().getResponse();
     const { httpAdapter } = this.adapterHost;
-    for (const [name, value] of Object.entries(rateLimitHeaders(decision, this.options.headers))) {
+    const headers = rateLimitHeaders(decision, this.options.headers, plan.policyHeader);
+    for (const [name, value] of Object.entries(headers)) {
       httpAdapter.setHeader(response, name, value);
     }
   }
@@ -227,6 +242,9 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
         policies,
         fixedCosts: costsAreFixed ? policies.map((policy) => policy.cost as number) : undefined,
         sharesModuleKey: policies.every((policy) => !policy.keyBy),
+        policyHeader: rateLimitPolicyHeader(
+          policies.map(({ name, limit, windowMs }) => ({ policy: name, limit, window: windowMs })),
+        ),
       };
     }
     const byHandler = this.plans.get(controller) ?? new Map<Named, RoutePlan>();

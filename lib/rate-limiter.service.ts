@@ -11,7 +11,11 @@ import type { RateLimitDecision } from './rate-limit-decision.interface.js';
 import type { RateLimitPolicy } from './rate-limit-policy.interface.js';
 import type { ResolvedRateLimitOptions } from './resolved-options.js';
 import { type ResolvedPolicy, resolvePolicies } from './resolved-policy.js';
-import type { DecisionMode, RateLimitStore } from './stores/rate-limit-store.interface.js';
+import type {
+  DecideRequest,
+  DecisionMode,
+  RateLimitStore,
+} from './stores/rate-limit-store.interface.js';
 
 /**
  * With a virtual clock, a key's need (in virtual ms) says nothing about real time, in which
@@ -63,7 +67,10 @@ export class RateLimiter {
     const keys = this.resolve(policies).map((policy) =>
       policyKey(this.options.prefix, tag, policy.keySuffix),
     );
-    await this.guardStore(this.store.reset(keys));
+    await this.askStore(
+      () => this.store.reset(keys),
+      () => undefined,
+    );
   }
 
   /**
@@ -80,9 +87,10 @@ export class RateLimiter {
 
   /**
    * Decides one request on policies resolved beforehand (the guard resolves them at start),
-   * policy i for client key clientKeys[i] at costs[i].
+   * policy i for client key clientKeys[i] at costs[i]. Not async: it is the hot path, and
+   * one promise layer over the store's is all it adds.
    */
-  async decide(
+  decide(
     mode: DecisionMode,
     clientKeys: readonly string[],
     policies: readonly ResolvedPolicy[],
@@ -91,35 +99,40 @@ export class RateLimiter {
     const keys: string[] = [];
     let tag = '';
     let impossible: Set<number> | undefined;
-    for (let i = 0; i < policies.length; i++) {
-      if (this.isBeyondCapacity(mode, policies[i], costs[i])) (impossible ??= new Set()).add(i);
-      // Policies keyed alike (the usual case) share one tag: encode it once.
-      if (i === 0 || clientKeys[i] !== clientKeys[i - 1]) tag = clientTag(clientKeys[i]);
-      keys.push(policyKey(this.options.prefix, tag, policies[i].keySuffix));
+    try {
+      for (let i = 0; i < policies.length; i++) {
+        if (this.isBeyondCapacity(mode, policies[i], costs[i])) (impossible ??= new Set()).add(i);
+        // Policies keyed alike (the usual case) share one tag: encode it once.
+        if (i === 0 || clientKeys[i] !== clientKeys[i - 1]) tag = clientTag(clientKeys[i]);
+        keys.push(policyKey(this.options.prefix, tag, policies[i].keySuffix));
+      }
+    } catch (error) {
+      return Promise.reject(error);
     }
-    const { allowed, verdicts } = await this.guardStore(
-      this.store.decide({
-        mode,
-        keys,
-        policies,
-        // A peek at an impossible cost still reports the budget's state, at a cost it can hold.
-        costs: impossible
-          ? costs.map((cost, i) => (impossible.has(i) ? policies[i].maxCost : cost))
-          : costs,
-        now: this.now?.(),
-        ttlFloorMs: this.ttlFloorMs,
+    const request: DecideRequest = {
+      mode,
+      keys,
+      policies,
+      // A peek at an impossible cost still reports the budget's state, at a cost it can hold.
+      costs: impossible
+        ? costs.map((cost, i) => (impossible.has(i) ? policies[i].maxCost : cost))
+        : costs,
+      now: this.now?.(),
+      ttlFloorMs: this.ttlFloorMs,
+    };
+    return this.askStore(
+      () => this.store.decide(request),
+      ({ allowed, verdicts }) => ({
+        allowed: allowed && !impossible,
+        results: verdicts.map((verdict, i) => ({
+          policy: policies[i].name,
+          limit: policies[i].limit,
+          window: policies[i].windowMs,
+          ...verdict,
+          ...(impossible?.has(i) && { allowed: false, retryAfterMs: Infinity }),
+        })),
       }),
     );
-    return {
-      allowed: allowed && !impossible,
-      results: verdicts.map((verdict, i) => ({
-        policy: policies[i].name,
-        limit: policies[i].limit,
-        window: policies[i].windowMs,
-        ...verdict,
-        ...(impossible?.has(i) && { allowed: false, retryAfterMs: Infinity }),
-      })),
-    };
   }
 
   private decideFor(
@@ -164,17 +177,25 @@ export class RateLimiter {
     );
   }
 
-  /** Store failures and late answers all become RateLimitUnavailableException. */
-  private async guardStore<T>(work: Promise<T>): Promise<T> {
-    try {
-      return await withDeadline(work, this.options.timeout);
-    } catch (error) {
+  /**
+   * Runs one store call under the deadline; its failures (thrown or rejected) and late
+   * answers all become RateLimitUnavailableException.
+   */
+  private askStore<T, R>(call: () => Promise<T>, onAnswer: (answer: T) => R): Promise<R> {
+    const unavailable = (error: unknown): never => {
       const reason = error instanceof Error ? error.message : String(error);
       throw new RateLimitUnavailableException(
         `Rate limit store unavailable: ${reason}`,
         retryAfterSeconds(this.options.timeout),
         error,
       );
+    };
+    let pending: Promise<T>;
+    try {
+      pending = call();
+    } catch (error) {
+      return Promise.reject(error).catch(unavailable);
     }
+    return withDeadline(pending, this.options.timeout).then(onAnswer, unavailable);
   }
 }

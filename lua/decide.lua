@@ -3,7 +3,7 @@
 -- ARGV     mode ('consume' | 'peek'), now (epoch ms; '' reads Redis TIME), ttl floor (ms),
 --          then five values per policy: algorithm, limit, window (ms), burst, cost
 -- Every policy is checked before any is charged, and a request that one policy denies is
--- charged to none. Reply: { admitted (1|0), { allowed, remaining, reset, retry, delay }... }
+-- charged to none. Reply: admitted (1|0), then allowed, remaining, reset, retry, delay per policy.
 local mode = ARGV[1]
 local now = tonumber(ARGV[2])
 if not now then
@@ -38,15 +38,15 @@ if admitted and mode == 'consume' then
   end
 end
 
+-- Flat, so the client parses one array whatever the number of policies.
 local reply = { admitted and 1 or 0 }
 for i = 1, #KEYS do
   local v = verdicts[i]
-  reply[i + 1] = {
-    v.allowed and 1 or 0,
-    math.max(0, math.floor(v.remaining)),
-    num(v.reset),
-    num(v.retry),
-    num(admitted and v.delay or 0),
-  }
+  local at = 1 + (i - 1) * 5
+  reply[at + 1] = v.allowed and 1 or 0
+  reply[at + 2] = math.max(0, math.floor(v.remaining))
+  reply[at + 3] = num(v.reset)
+  reply[at + 4] = num(v.retry)
+  reply[at + 5] = num(admitted and v.delay or 0)
 end
 return reply

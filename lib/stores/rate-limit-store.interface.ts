@@ -33,7 +33,10 @@ export interface StoreDecision {
  * slots in without touching the guard or the limiter.
  */
 export interface RateLimitStore {
-  /** Decides all policies of one request atomically: all are charged, or none. */
+  /**
+   * Decides all policies of one request atomically: all are charged, or none. A failure
+   * may come as a rejection or a synchronous throw; the limiter treats both alike.
+   */
   decide(request: DecideRequest): Promise<StoreDecision>;
   /** Forgets the budgets held under these keys. */
   reset(keys: readonly string[]): Promise<void>;

@@ -11,7 +11,8 @@ import type {
 /** Name under which the script is defined on the client (EVALSHA, reloaded on NOSCRIPT). */
 const DECIDE_COMMAND = 'nestjsRateLimitDecide';
 
-type ScriptReply = [number, ...[number, number, string, string, string][]];
+/** admitted, then five values per policy: allowed, remaining, reset, retry, delay. */
+type ScriptReply = (number | string)[];
 type DecideCommand = (...args: (string | number)[]) => Promise<ScriptReply>;
 
 /**
@@ -42,7 +43,8 @@ export class RedisStore implements RateLimitStore {
     this.isCluster = client.isCluster;
   }
 
-  async decide(request: DecideRequest): Promise<StoreDecision> {
+  /** Not async: on the hot path every promise layer counts. May throw while disconnected. */
+  decide(request: DecideRequest): Promise<StoreDecision> {
     this.assertConnected();
     // A standalone Redis runs any keys in one script; so does Cluster when they share a tag.
     if (!this.isCluster || !spansSeveralHashTags(request.keys)) {
@@ -62,7 +64,7 @@ export class RedisStore implements RateLimitStore {
   }
 
   /** One atomic EVALSHA deciding every policy of `request` (all its keys in one slot). */
-  private async runScript(request: DecideRequest, mode: DecisionMode): Promise<StoreDecision> {
+  private runScript(request: DecideRequest, mode: DecisionMode): Promise<StoreDecision> {
     const { keys, policies, costs } = request;
     const args: (string | number)[] = [
       keys.length,
@@ -72,17 +74,7 @@ export class RedisStore implements RateLimitStore {
       request.ttlFloorMs,
     ];
     for (let i = 0; i < policies.length; i++) args.push(...policies[i].scriptArgs, costs[i]);
-    const [admitted, ...replies] = await this.decideScript(...args);
-    return {
-      allowed: admitted === 1,
-      verdicts: replies.map(([allowed, remaining, reset, retry, delay]): PolicyVerdict => ({
-        allowed: allowed === 1,
-        remaining,
-        resetMs: Number(reset),
-        retryAfterMs: Number(retry),
-        delayMs: Number(delay),
-      })),
-    };
+    return this.decideScript(...args).then(parseReply);
   }
 
   /**
@@ -113,6 +105,20 @@ export class RedisStore implements RateLimitStore {
       throw new Error(`Redis connection is ${this.client.status}`);
     }
   }
+}
+
+function parseReply(reply: ScriptReply): StoreDecision {
+  const verdicts: PolicyVerdict[] = [];
+  for (let at = 1; at < reply.length; at += 5) {
+    verdicts.push({
+      allowed: reply[at] === 1,
+      remaining: Number(reply[at + 1]),
+      resetMs: Number(reply[at + 2]),
+      retryAfterMs: Number(reply[at + 3]),
+      delayMs: Number(reply[at + 4]),
+    });
+  }
+  return { allowed: reply[0] === 1, verdicts };
 }
 
 /** What Redis Cluster hashes: the text between the first '{' and the next '}', if any. */
