@@ -13,6 +13,7 @@ import 'reflect-metadata';
 import { parseArgs } from 'node:util';
 import { NestFactory } from '@nestjs/core';
 import { RateLimiter, RateLimitModule, type RateLimitPolicy } from '../lib/index.js';
+import { seededRandom } from '../test/support/seeded-random.js';
 
 const { values: options } = parseArgs({
   options: {
@@ -39,17 +40,6 @@ const TRAFFIC = {
 } as const;
 type Traffic = keyof typeof TRAFFIC;
 
-/** mulberry32: a small seeded generator, so a trace can be replayed exactly. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 const random = seededRandom(Number(options.seed));
 const exponential = (meanMs: number): number => -Math.log(1 - random()) * meanMs;
 const between = (low: number, high: number): number => low + random() * (high - low);

@@ -13,7 +13,12 @@ export { RateLimitConfigError } from './rate-limit-config.error.js';
 export { rateLimitHeaders } from './rate-limit-headers.js';
 export { clientIp } from './client-key.js';
 export { RATE_LIMIT_OPTIONS, RATE_LIMIT_REDIS, RATE_LIMIT_STORE } from './rate-limit.constants.js';
-export type { Algorithm, KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
+export {
+  ALGORITHMS,
+  type Algorithm,
+  type KeyResolver,
+  type RateLimitPolicy,
+} from './rate-limit-policy.interface.js';
 export type {
   ClockOption,
   FailureMode,

@@ -1,12 +1,14 @@
 import type { ExecutionContext } from '@nestjs/common';
 
 /** The five algorithms; each is one script in `lua/`, mirrored by the embedded store. */
-export type Algorithm =
-  | 'token-bucket'
-  | 'leaky-bucket'
-  | 'fixed-window'
-  | 'sliding-window-log'
-  | 'sliding-window-counter';
+export const ALGORITHMS = [
+  'token-bucket',
+  'leaky-bucket',
+  'fixed-window',
+  'sliding-window-log',
+  'sliding-window-counter',
+] as const;
+export type Algorithm = (typeof ALGORITHMS)[number];
 
 /** Says who is being limited: requests that map to the same string share a budget. */
 export type KeyResolver = (context: ExecutionContext) => string | Promise<string>;

@@ -9,7 +9,7 @@ import {
 } from '../../lib/index.js';
 import { freePort } from '../support/free-port.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
-import { byClientHeader, RecordingLogger, startApp } from '../support/test-app.js';
+import { byClientHeader, RecordingLogger, startApp, withApp } from '../support/test-app.js';
 
 @Controller()
 class LimitedController {
@@ -63,8 +63,7 @@ describe('when Redis fails', () => {
 
   it('fail-open admits within the deadline, warns once per interval, and recovers without a restart', async () => {
     const logger = new RecordingLogger();
-    const running = await boot({}, logger);
-    try {
+    await withApp(boot({}, logger), async (running) => {
       expect((await running.get('/limited', 'a')).status).toBe(200);
       await server.kill();
       for (let i = 0; i < 10; i++) {
@@ -82,14 +81,11 @@ describe('when Redis fails', () => {
       );
       expect((await running.get('/limited', 'b')).status).toBe(200);
       expect((await running.get('/limited', 'b')).status).toBe(429);
-    } finally {
-      await running.close();
-    }
+    });
   });
 
   it('fail-closed answers 503 with Retry-After and the JSON body', async () => {
-    const running = await boot({ failureMode: 'closed' });
-    try {
+    await withApp(boot({ failureMode: 'closed' }), async (running) => {
       await server.kill();
       const { status, response, ms } = await timed(() => running.get('/limited', 'c'));
       expect(status).toBe(503);
@@ -102,9 +98,7 @@ describe('when Redis fails', () => {
         message: expect.stringContaining('unavailable'),
         retryAfter,
       });
-    } finally {
-      await running.close();
-    }
+    });
   });
 
   it('enforces the deadline on a client the user configured to queue and retry', async () => {
@@ -139,31 +133,28 @@ describe('when Redis fails', () => {
   });
 
   it('lets the service reject with RateLimitUnavailableException, leaving the choice to the caller', async () => {
-    const running = await boot({});
-    try {
+    await withApp(boot({}), async (running) => {
       const limiter = running.app.get(RateLimiter);
       await server.kill();
       await expect(limiter.consume('e', { limit: 1, window: '1m' })).rejects.toBeInstanceOf(
         RateLimitUnavailableException,
       );
-    } finally {
-      await running.close();
-    }
+    });
   });
 
   it('starts and serves (fail-open) when Redis is unreachable at start-up', async () => {
     const nowhere = `redis://127.0.0.1:${await freePort()}`;
-    const running = await startApp(
-      'express',
-      [RateLimitModule.forRoot({ redis: nowhere, keyBy: byClientHeader, timeout: TIMEOUT_MS })],
-      [LimitedController],
+    await withApp(
+      startApp(
+        'express',
+        [RateLimitModule.forRoot({ redis: nowhere, keyBy: byClientHeader, timeout: TIMEOUT_MS })],
+        [LimitedController],
+      ),
+      async (running) => {
+        const { status, ms } = await timed(() => running.get('/limited', 'f'));
+        expect(status).toBe(200);
+        expect(ms).toBeLessThan(WITHIN_DEADLINE_MS);
+      },
     );
-    try {
-      const { status, ms } = await timed(() => running.get('/limited', 'f'));
-      expect(status).toBe(200);
-      expect(ms).toBeLessThan(WITHIN_DEADLINE_MS);
-    } finally {
-      await running.close();
-    }
   });
 });

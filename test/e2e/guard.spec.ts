@@ -16,6 +16,7 @@ import {
   RecordingLogger,
   type RunningApp,
   startApp,
+  withApp,
 } from '../support/test-app.js';
 
 @Controller('limited')
@@ -313,8 +314,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
     ['both', { 'x-ratelimit-limit': '2', ratelimit: expect.stringContaining('"narrow";r=0') }],
     ['none', { 'x-ratelimit-limit': null, ratelimit: null, 'ratelimit-policy': null }],
   ] as const)('headers: %s', async (headers, expected) => {
-    const running = await boot({ headers });
-    try {
+    await withApp(boot({ headers }), async (running) => {
       const who = nextClient();
       await running.get('/multi', who);
       const response = await running.get('/multi', who);
@@ -324,14 +324,11 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
       expect(seen).toEqual(expected);
       if (headers === 'legacy')
         expect(Number(response.headers.get('x-ratelimit-reset'))).toBeGreaterThan(0);
-    } finally {
-      await running.close();
-    }
+    });
   });
 
   it('dryRun decides and sets headers but never blocks', async () => {
-    const running = await boot({ dryRun: true });
-    try {
+    await withApp(boot({ dryRun: true }), async (running) => {
       const who = nextClient();
       const results = await sequentially(3, () => running.get('/limited/own', who));
       expect(results).toEqual([200, 200, 200]);
@@ -339,76 +336,71 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
         /^"own";r=0;/,
       );
       expect((await running.get('/mostly-open/oversized', who)).status).toBe(200);
-    } finally {
-      await running.close();
-    }
+    });
   });
 
   it('skip option exempts matching requests', async () => {
-    const running = await boot({ skip: (context) => byClientHeader(context).startsWith('vip') });
-    try {
-      expect(
-        await sequentially(3, () => running.get('/limited/own', `vip-${nextClient()}`)),
-      ).toEqual([200, 200, 200]);
-    } finally {
-      await running.close();
-    }
+    await withApp(
+      boot({ skip: (context) => byClientHeader(context).startsWith('vip') }),
+      async (running) => {
+        expect(
+          await sequentially(3, () => running.get('/limited/own', `vip-${nextClient()}`)),
+        ).toEqual([200, 200, 200]);
+      },
+    );
   });
 
   it('guard: false registers no global guard', async () => {
-    const running = await boot({ guard: false });
-    try {
+    await withApp(boot({ guard: false }), async (running) => {
       const who = nextClient();
       expect(await sequentially(3, () => running.get('/limited/own', who))).toEqual([
         200, 200, 200,
       ]);
-    } finally {
-      await running.close();
-    }
+    });
   });
 
   it('overrideProvider(RateLimitGuard) turns limiting off in tests', async () => {
-    const running = await startApp(
-      adapter,
-      [RateLimitModule.forRoot({ redis: server.url, keyBy: byClientHeader })],
-      [LimitedController],
-      {
-        customize: (builder) =>
-          builder.overrideProvider(RateLimitGuard).useValue({ canActivate: () => true }),
+    await withApp(
+      startApp(
+        adapter,
+        [RateLimitModule.forRoot({ redis: server.url, keyBy: byClientHeader })],
+        [LimitedController],
+        {
+          customize: (builder) =>
+            builder.overrideProvider(RateLimitGuard).useValue({ canActivate: () => true }),
+        },
+      ),
+      async (running) => {
+        const who = nextClient();
+        expect(await sequentially(3, () => running.get('/limited/own', who))).toEqual([
+          200, 200, 200,
+        ]);
       },
     );
-    try {
-      const who = nextClient();
-      expect(await sequentially(3, () => running.get('/limited/own', who))).toEqual([
-        200, 200, 200,
-      ]);
-    } finally {
-      await running.close();
-    }
   });
 
   it('forRootAsync takes options from a factory with injected dependencies', async () => {
-    const running = await startApp(
-      adapter,
-      [
-        RateLimitModule.forRootAsync({
-          useFactory: async () => ({
-            redis: server.url,
-            keyBy: byClientHeader,
-            headers: 'legacy' as const,
+    await withApp(
+      startApp(
+        adapter,
+        [
+          RateLimitModule.forRootAsync({
+            useFactory: async () => ({
+              redis: server.url,
+              keyBy: byClientHeader,
+              headers: 'legacy' as const,
+            }),
           }),
-        }),
-      ],
-      [LimitedController],
+        ],
+        [LimitedController],
+      ),
+      async (running) => {
+        const who = nextClient();
+        const results = await sequentially(2, () => running.get('/limited/own', who));
+        expect(results).toEqual([200, 429]);
+        expect((await running.get('/limited/own', who)).headers.get('x-ratelimit-limit')).toBe('1');
+      },
     );
-    try {
-      const who = nextClient();
-      const results = await sequentially(2, () => running.get('/limited/own', who));
-      expect(results).toEqual([200, 429]);
-      expect((await running.get('/limited/own', who)).headers.get('x-ratelimit-limit')).toBe('1');
-    } finally {
-      await running.close();
-    }
   });
 
   it("decides on a store of the user's own, and leaves closing it to them", async () => {
@@ -440,17 +432,17 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
         return { redis: server.url, prefix: `async-class-${adapter}`, keyBy: byClientHeader };
       }
     }
-    const running = await startApp(
-      adapter,
-      [RateLimitModule.forRootAsync({ useClass: OptionsFactory })],
-      [LimitedController],
+    await withApp(
+      startApp(
+        adapter,
+        [RateLimitModule.forRootAsync({ useClass: OptionsFactory })],
+        [LimitedController],
+      ),
+      async (running) => {
+        const who = nextClient();
+        expect(await sequentially(2, () => running.get('/limited/own', who))).toEqual([200, 429]);
+      },
     );
-    try {
-      const who = nextClient();
-      expect(await sequentially(2, () => running.get('/limited/own', who))).toEqual([200, 429]);
-    } finally {
-      await running.close();
-    }
   });
 
   it('serves from the embedded store when no redis is configured, warning that limits are per process', async () => {

@@ -1,7 +1,7 @@
 import { Controller, type ExecutionContext, Get } from '@nestjs/common';
 import { Cluster } from 'ioredis';
 import {
-  type Algorithm,
+  ALGORITHMS,
   RateLimit,
   RateLimiter,
   RateLimitModule,
@@ -13,13 +13,6 @@ import { byClientHeader, type RunningApp, startApp } from '../support/test-app.j
 const PREFIX = 'cl';
 /** Long windows: nothing refills, and an epoch-aligned boundary almost never falls in a test. */
 const WINDOW = '7d';
-const ALGORITHMS: Algorithm[] = [
-  'token-bucket',
-  'leaky-bucket',
-  'fixed-window',
-  'sliding-window-log',
-  'sliding-window-counter',
-];
 
 const byTenantHeader = (context: ExecutionContext): string =>
   String(

@@ -1,5 +1,6 @@
-import type { Algorithm, RateLimitDecision, RateLimitPolicy } from '../../lib/index.js';
+import { ALGORITHMS, type RateLimitDecision, type RateLimitPolicy } from '../../lib/index.js';
 import { LimiterFixture, VirtualClock } from '../support/limiters.js';
+import { seededRandom } from '../support/seeded-random.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 
 /**
@@ -8,27 +9,8 @@ import { type RedisServer, startRedisServer } from '../support/redis-server.js';
  * clock, and every decision must match field for field. A seeded generator makes a
  * failure reproducible: the seed is in the test name.
  */
-const ALGORITHMS: Algorithm[] = [
-  'token-bucket',
-  'leaky-bucket',
-  'fixed-window',
-  'sliding-window-log',
-  'sliding-window-counter',
-];
 const SEEDS = Array.from({ length: 12 }, (_, i) => i + 1);
 const STEPS = 400;
-
-/** mulberry32: small, fast and deterministic. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 function randomPolicies(next: () => number): RateLimitPolicy[] {
   const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)];
@@ -62,7 +44,7 @@ describe('embedded store matches the Lua scripts', () => {
   });
 
   it.each(SEEDS)('trace with seed %i: identical decisions, step by step', async (seed) => {
-    const next = random(seed);
+    const next = seededRandom(seed);
     const routes = Array.from({ length: 4 }, () => randomPolicies(next));
     const clients = ['alice', 'bob', 'carol'].map((name) => `${name}-${seed}`);
     clock.set(1_700_000_000_000 + Math.floor(next() * 10_000));

@@ -1,15 +1,7 @@
 import { Redis } from 'ioredis';
-import type { Algorithm, RateLimitPolicy } from '../../lib/index.js';
+import { ALGORITHMS, type RateLimitPolicy } from '../../lib/index.js';
 import { LimiterFixture, VirtualClock } from '../support/limiters.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
-
-const ALGORITHMS: Algorithm[] = [
-  'token-bucket',
-  'leaky-bucket',
-  'fixed-window',
-  'sliding-window-log',
-  'sliding-window-counter',
-];
 
 /** What only the Redis store can get wrong: keys, expiries, script loading and Redis time. */
 describe('Redis store', () => {

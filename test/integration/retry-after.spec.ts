@@ -1,13 +1,5 @@
-import type { Algorithm, RateLimitPolicy } from '../../lib/index.js';
+import { ALGORITHMS, type RateLimitPolicy } from '../../lib/index.js';
 import { LimiterFixture, VirtualClock } from '../support/limiters.js';
-
-const ALGORITHMS: Algorithm[] = [
-  'token-bucket',
-  'leaky-bucket',
-  'fixed-window',
-  'sliding-window-log',
-  'sliding-window-counter',
-];
 
 /**
  * retryAfterMs promises the earliest time the same request passes. On a millisecond clock

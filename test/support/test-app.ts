@@ -41,6 +41,19 @@ export async function startApp(
   };
 }
 
+/** Runs `body` against a started app, and closes the app whatever happens. */
+export async function withApp<T>(
+  starting: Promise<RunningApp>,
+  body: (running: RunningApp) => Promise<T>,
+): Promise<T> {
+  const running = await starting;
+  try {
+    return await body(running);
+  } finally {
+    await running.close();
+  }
+}
+
 /** Keys clients by the `x-client` header the helpers send. */
 export const byClientHeader = (context: import('@nestjs/common').ExecutionContext): string =>
   String(
