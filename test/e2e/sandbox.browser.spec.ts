@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { mkdirSync, statSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -207,6 +207,7 @@ describe.each<Setup>([
       // The whole page, so the picture shows all five lanes and the selected request at once.
       await page.screenshot({ path: SCREENSHOT, fullPage: true });
       expect(statSync(SCREENSHOT).size).toBeGreaterThan(10_000);
+      if (!process.env.UPDATE_SCREENSHOT) rmSync(SCREENSHOT);
     }
   });
 
