@@ -28,7 +28,7 @@ import { type ResolvedPolicy, resolvePolicies } from './resolved-policy.js';
 import { ThrottledLog } from './throttled-log.js';
 
 /** What the guard knows of one handler, worked out once at start-up. */
-interface RoutePlan {
+export interface RoutePlan {
   readonly policies: readonly ResolvedPolicy[];
   /** Set when no policy has a cost function: the same array serves every request. */
   readonly fixedCosts: readonly number[] | undefined;
