@@ -135,7 +135,7 @@ export class RateLimiter {
     );
   }
 
-  private decideFor(
+  private async decideFor(
     mode: DecisionMode,
     key: string,
     policies: RateLimitPolicy | RateLimitPolicy[],

@@ -254,6 +254,11 @@ describe.each<StoreKind>(['redis', 'memory'])('%s store', (kind) => {
       expect((await fixture.limiter.peek(key, policy)).results[0].remaining).toBe(2);
     });
 
+    it('rejects (not throws) an invalid policy given to the service', async () => {
+      const pending = fixture.limiter.consume(key, { limit: 0, window: '1s' });
+      await expect(pending).rejects.toThrow(/limit must be a positive integer/);
+    });
+
     it('answers a peek at an impossible cost with a no that never clears', async () => {
       const peeked = await fixture.limiter.peek(key, policy, 3);
       expect(peeked.allowed).toBe(false);
