@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { ALGORITHMS, type RateLimitPolicy } from '../../lib/index.js';
+import { type Algorithm, ALGORITHMS, type RateLimitPolicy } from '../../lib/index.js';
 import { LimiterFixture, VirtualClock } from '../support/limiters.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 
@@ -16,6 +16,11 @@ describe('Redis store', () => {
     await server.stop();
   });
   beforeEach(() => admin.flushall());
+  /** Redis TIME in whole ms, as the scripts read it. */
+  const redisNowMs = async (): Promise<number> => {
+    const [seconds, micros] = await admin.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  };
 
   describe('on the Redis clock', () => {
     let fixture: LimiterFixture;
@@ -24,16 +29,35 @@ describe('Redis store', () => {
     });
     afterAll(() => fixture.close());
 
+    /**
+     * When each algorithm's key stops mattering after one request of cost 2 on a fresh key
+     * (limit 5 per 10 s, burst 5), as an instant on the Redis clock, given the decision's
+     * time t: the buckets refill or drain the 2 units in 2 * 10 s / 5 = 4 s; the log's
+     * newest entry leaves the window after 10 s; the fixed window's count dies with its
+     * window; the sliding counter's weighs in through the next window too.
+     */
+    const expiresAt: Record<Algorithm, (t: number) => number> = {
+      'token-bucket': (t) => t + 4_000,
+      'leaky-bucket': (t) => t + 4_000,
+      'sliding-window-log': (t) => t + 10_000,
+      'fixed-window': (t) => (Math.floor(t / 10_000) + 1) * 10_000,
+      'sliding-window-counter': (t) => (Math.floor(t / 10_000) + 2) * 10_000,
+    };
+
     it.each(ALGORITHMS)(
-      '%s: every key it writes has an expiry no longer than its need',
+      '%s: the one key it writes expires exactly when its state stops mattering',
       async (algorithm) => {
-        const policy: RateLimitPolicy = { algorithm, limit: 5, window: '10s' };
+        const policy: RateLimitPolicy = { algorithm, limit: 5, window: '10s', burst: 5 };
+        const before = await redisNowMs();
         await fixture.limiter.consume('user-1', policy, 2);
         const keys = await admin.keys('*');
         expect(keys).toEqual([expect.stringMatching(/^app1:\{user-1\}:default:/)]);
         const ttl = await admin.pttl(keys[0]);
-        expect(ttl).toBeGreaterThan(0);
-        expect(ttl).toBeLessThanOrEqual(20_000);
+        const after = await redisNowMs();
+        // The decision and the PTTL both happened within [before, after] on the Redis
+        // clock, so the TTL is pinned to within that span (a few ms) plus 1 ms of rounding.
+        expect(ttl).toBeGreaterThanOrEqual(expiresAt[algorithm](before) - after - 1);
+        expect(ttl).toBeLessThanOrEqual(expiresAt[algorithm](after) - before + 1);
       },
     );
 
@@ -56,17 +80,50 @@ describe('Redis store', () => {
       expect(tags.size).toBe(hostile.length);
     });
 
-    it('reads time from Redis: a fixed window counts within the server clock', async () => {
-      const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 3, window: '1h' };
-      const results = [];
-      for (let i = 0; i < 4; i++)
-        results.push((await fixture.limiter.consume('clock', policy)).allowed);
-      expect(results).toEqual([true, true, true, false]);
-      const [seconds] = await admin.time();
-      const windowEndsInMs =
-        (Math.floor(Number(seconds) / 3600) + 1) * 3_600_000 - Number(seconds) * 1000;
-      const ttl = await admin.pttl((await admin.keys('*'))[0]);
-      expect(Math.abs(ttl - windowEndsInMs)).toBeLessThan(2_000);
+    describe('with Date.now() hours off', () => {
+      /** Not a multiple of any window below, so a wrong clock shows in every number. */
+      const SKEW_MS = -5.5 * 3_600_000;
+      const realNow = Date.now;
+      let skewed: LimiterFixture;
+      // Stubbed before the limiter exists, so that even a reference taken at construction
+      // would be the stub.
+      beforeAll(async () => {
+        Date.now = () => realNow() + SKEW_MS;
+        skewed = await new LimiterFixture('redis', server.url, { prefix: 'app1' }).ready();
+      });
+      afterAll(async () => {
+        Date.now = realNow;
+        await skewed.close();
+      });
+
+      it('decides and expires on Redis TIME: a fixed window counts in the server clock', async () => {
+        const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 3, window: '1h' };
+        const before = await redisNowMs();
+        const results = [];
+        for (let i = 0; i < 4; i++)
+          results.push((await skewed.limiter.consume('clock', policy)).allowed);
+        expect(results).toEqual([true, true, true, false]);
+        const [key] = await admin.keys('*');
+        const ttl = await admin.pttl(key);
+        const after = await redisNowMs();
+        // The window index stored and the expiry are those of Redis's clock, not the app's.
+        expect(Number(await admin.hget(key, 'w'))).toBe(Math.floor(before / 3_600_000));
+        const windowEnd = (Math.floor(before / 3_600_000) + 1) * 3_600_000;
+        expect(ttl).toBeGreaterThanOrEqual(windowEnd - after - 1);
+        expect(ttl).toBeLessThanOrEqual(windowEnd - before + 1);
+      });
+
+      it('stamps sliding window log entries with Redis TIME', async () => {
+        const policy: RateLimitPolicy = { algorithm: 'sliding-window-log', limit: 3, window: '1m' };
+        const before = await redisNowMs();
+        await skewed.limiter.consume('stamps', policy);
+        const after = await redisNowMs();
+        const [key] = await admin.keys('*');
+        const [, score] = await admin.zrange(key, 0, -1, 'WITHSCORES');
+        expect(Number(score)).toBeGreaterThanOrEqual(before);
+        expect(Number(score)).toBeLessThanOrEqual(after);
+        expect(await admin.pttl(key)).toBeGreaterThan(60_000 - (after - before) - 1);
+      });
     });
 
     it('reloads the script transparently after SCRIPT FLUSH (NOSCRIPT)', async () => {
