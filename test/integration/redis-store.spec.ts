@@ -119,7 +119,7 @@ describe('Redis store', () => {
         await skewed.limiter.consume('stamps', policy);
         const after = await redisNowMs();
         const [key] = await admin.keys('*');
-        const [, score] = await admin.zrange(key, 0, -1, 'WITHSCORES');
+        const [, score] = await admin.zrange(key, '0', '-1', 'WITHSCORES');
         expect(Number(score)).toBeGreaterThanOrEqual(before);
         expect(Number(score)).toBeLessThanOrEqual(after);
         expect(await admin.pttl(key)).toBeGreaterThan(60_000 - (after - before) - 1);
