@@ -6,6 +6,11 @@ export interface PolicyResult {
   limit: number;
   /** The policy's window in ms (an extension of the contract: headers need it). */
   window: number;
+  /**
+   * The most `remaining` can ever be, which is also the largest cost the policy can ever
+   * admit: `burst` for the buckets, `limit` for the windows (an extension of the contract).
+   */
+  capacity: number;
   /** Never negative. */
   remaining: number;
   /** Until the policy is fully replenished. */

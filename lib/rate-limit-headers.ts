@@ -24,24 +24,31 @@ export function rateLimitHeaders(
   }
   if (style === 'legacy' || style === 'both') {
     const tightest = results.reduce(moreRestrictive);
-    headers['X-RateLimit-Limit'] = String(tightest.limit);
+    headers['X-RateLimit-Limit'] = String(quota(tightest));
     headers['X-RateLimit-Remaining'] = String(tightest.remaining);
     headers['X-RateLimit-Reset'] = String(seconds(tightest.resetMs));
   }
   return headers;
 }
 
+type PolicyShape = Pick<PolicyResult, 'policy' | 'limit' | 'window' | 'capacity'>;
+
 /**
  * The `RateLimit-Policy` value: the same for every response of a route, so the guard
  * computes it once per route and passes it to rateLimitHeaders.
  */
-export function rateLimitPolicyHeader(
-  policies: readonly { policy: string; limit: number; window: number }[],
-): string {
+export function rateLimitPolicyHeader(policies: readonly PolicyShape[]): string {
   return policies
-    .map((p) => `"${p.policy}";q=${p.limit};w=${Math.max(1, seconds(p.window))}`)
+    .map((p) => {
+      const q = quota(p);
+      // A bucket larger than its limit advertises the time to refill all of it.
+      return `"${p.policy}";q=${q};w=${Math.max(1, seconds((p.window * q) / p.limit))}`;
+    })
     .join(', ');
 }
+
+/** What a client can ever have left: a bucket's burst when it exceeds the limit, so r <= q. */
+const quota = (p: PolicyShape): number => Math.max(p.limit, p.capacity);
 
 function moreRestrictive(a: PolicyResult, b: PolicyResult): PolicyResult {
   if (a.remaining !== b.remaining) return a.remaining < b.remaining ? a : b;

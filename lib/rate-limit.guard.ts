@@ -104,13 +104,6 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
     } catch (error) {
       if (error instanceof RateLimitUnavailableException)
         return this.onStoreFailure(context, error);
-      // A cost no budget can hold is a denial too, and a dry run never denies.
-      if (error instanceof RateLimitExceededException && this.options.dryRun) {
-        this.dryRunLog.warn(
-          `dry run: would have denied on ${controller.name}.${handler.name}: ${error.message}`,
-        );
-        return true;
-      }
       throw error;
     }
     this.setHeaders(context, decision, plan);
@@ -164,16 +157,28 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
     throw error;
   }
 
-  /** Throws the 429, after setting Retry-After so it survives any exception filter. */
+  /**
+   * Throws the 429, after setting Retry-After so it survives any exception filter. A cost
+   * a policy can never admit gets that policy's window as Retry-After: no retry at that
+   * cost can pass, and the message says so.
+   */
   protected deny(context: ExecutionContext, decision: RateLimitDecision): never {
     const denied = decision.results.filter((result) => !result.allowed);
+    const hopeless = denied.filter((result) => result.retryAfterMs === Infinity);
     const retryAfter = retryAfterSeconds(
-      Math.max(...decision.results.map((result) => result.retryAfterMs)),
+      Math.max(
+        ...denied.map((result) =>
+          result.retryAfterMs === Infinity ? result.window : result.retryAfterMs,
+        ),
+      ),
     );
     this.setRetryAfter(context, retryAfter);
-    const names = denied.map((result) => `"${result.policy}"`).join(', ');
+    const names = (results: typeof denied) =>
+      results.map((result) => `"${result.policy}"`).join(', ');
     throw new RateLimitExceededException(
-      `Rate limit exceeded (${names}); retry in ${retryAfter} s.`,
+      hopeless.length > 0
+        ? `Rate limit exceeded: this request costs more than ${names(hopeless)} can ever admit (${hopeless.map((result) => result.capacity).join(', ')}); retrying cannot help.`
+        : `Rate limit exceeded (${names(denied)}); retry in ${retryAfter} s.`,
       retryAfter,
     );
   }
@@ -243,7 +248,12 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
         fixedCosts: costsAreFixed ? policies.map((policy) => policy.cost as number) : undefined,
         sharesModuleKey: policies.every((policy) => !policy.keyBy),
         policyHeader: rateLimitPolicyHeader(
-          policies.map(({ name, limit, windowMs }) => ({ policy: name, limit, window: windowMs })),
+          policies.map(({ name, limit, windowMs, maxCost }) => ({
+            policy: name,
+            limit,
+            window: windowMs,
+            capacity: maxCost,
+          })),
         ),
       };
     }

@@ -2,11 +2,7 @@ import { BadRequestException, Inject, Injectable } from '@nestjs/common';
 import { clientTag, policyKey } from './client-key.js';
 import { withDeadline } from './deadline.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_STORE } from './rate-limit.constants.js';
-import {
-  RateLimitExceededException,
-  RateLimitUnavailableException,
-  retryAfterSeconds,
-} from './rate-limit.exceptions.js';
+import { RateLimitUnavailableException, retryAfterSeconds } from './rate-limit.exceptions.js';
 import type { RateLimitDecision } from './rate-limit-decision.interface.js';
 import type { RateLimitPolicy } from './rate-limit-policy.interface.js';
 import type { ResolvedRateLimitOptions } from './resolved-options.js';
@@ -98,10 +94,10 @@ export class RateLimiter {
   ): Promise<RateLimitDecision> {
     const keys: string[] = [];
     let tag = '';
-    let impossible: Set<number> | undefined;
+    let impossible = false;
     try {
       for (let i = 0; i < policies.length; i++) {
-        if (this.isBeyondCapacity(mode, policies[i], costs[i])) (impossible ??= new Set()).add(i);
+        if (isBeyondCapacity(policies[i], costs[i])) impossible = true;
         // Policies keyed alike (the usual case) share one tag: encode it once.
         if (i === 0 || clientKeys[i] !== clientKeys[i - 1]) tag = clientTag(clientKeys[i]);
         keys.push(policyKey(this.options.prefix, tag, policies[i].keySuffix));
@@ -109,14 +105,13 @@ export class RateLimiter {
     } catch (error) {
       return Promise.reject(error);
     }
+    // A cost some policy can never admit is denied whatever the budgets hold: nothing is
+    // charged, and the store is only asked (at a cost each policy can hold) what they hold.
     const request: DecideRequest = {
-      mode,
+      mode: impossible ? 'peek' : mode,
       keys,
       policies,
-      // A peek at an impossible cost still reports the budget's state, at a cost it can hold.
-      costs: impossible
-        ? costs.map((cost, i) => (impossible.has(i) ? policies[i].maxCost : cost))
-        : costs,
+      costs: impossible ? costs.map((cost, i) => Math.min(cost, policies[i].maxCost)) : costs,
       now: this.now?.(),
       ttlFloorMs: this.ttlFloorMs,
     };
@@ -128,8 +123,9 @@ export class RateLimiter {
           policy: policies[i].name,
           limit: policies[i].limit,
           window: policies[i].windowMs,
+          capacity: policies[i].maxCost,
           ...verdict,
-          ...(impossible?.has(i) && { allowed: false, retryAfterMs: Infinity }),
+          ...(costs[i] > policies[i].maxCost && { allowed: false, retryAfterMs: Infinity }),
         })),
       }),
     );
@@ -160,24 +156,6 @@ export class RateLimiter {
   }
 
   /**
-   * A malformed cost is the caller's mistake (400). One the policy can never admit is a
-   * denial with its own message (429) when consuming; a peek just answers no.
-   */
-  private isBeyondCapacity(mode: DecisionMode, policy: ResolvedPolicy, cost: number): boolean {
-    if (!Number.isSafeInteger(cost) || cost <= 0) {
-      throw new BadRequestException(
-        `Rate limit cost for policy "${policy.name}" must be a positive integer (got ${String(cost)})`,
-      );
-    }
-    if (cost <= policy.maxCost) return false;
-    if (mode === 'peek') return true;
-    throw new RateLimitExceededException(
-      `A cost of ${cost} exceeds what policy "${policy.name}" can ever admit (${policy.maxCost}).`,
-      retryAfterSeconds(policy.windowMs),
-    );
-  }
-
-  /**
    * Runs one store call under the deadline; its failures (thrown or rejected) and late
    * answers all become RateLimitUnavailableException.
    */
@@ -198,4 +176,17 @@ export class RateLimiter {
     }
     return withDeadline(pending, this.options.timeout).then(onAnswer, unavailable);
   }
+}
+
+/**
+ * A malformed cost is the caller's mistake (400); one the policy can never admit is a
+ * denial that no retry can turn around.
+ */
+function isBeyondCapacity(policy: ResolvedPolicy, cost: number): boolean {
+  if (!Number.isSafeInteger(cost) || cost <= 0) {
+    throw new BadRequestException(
+      `Rate limit cost for policy "${policy.name}" must be a positive integer (got ${String(cost)})`,
+    );
+  }
+  return cost > policy.maxCost;
 }

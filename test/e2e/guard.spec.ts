@@ -102,6 +102,12 @@ class RoutesController {
     return 'ok';
   }
 
+  @Get('bucket')
+  @RateLimit({ algorithm: 'token-bucket', limit: 2, window: '1s', burst: 5 })
+  bucket() {
+    return 'ok';
+  }
+
   @Get('skip-one')
   @RateLimit(
     { name: 'kept', algorithm: 'fixed-window', limit: 1, window: '1m' },
@@ -304,8 +310,26 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
       );
       expect((await running.get('/weighted?units=4', who)).status).toBe(429);
       expect((await running.get('/weighted?units=abc', who)).status).toBe(400);
-      expect((await running.get('/weighted?units=11', who)).status).toBe(429);
+      const impossible = await running.get('/weighted?units=11', who);
+      expect(impossible.status).toBe(429);
+      // Retrying cannot help: the message says so, and Retry-After is the policy's window.
+      expect(impossible.headers.get('retry-after')).toBe('60');
+      expect(await impossible.json()).toEqual({
+        statusCode: 429,
+        error: 'Too Many Requests',
+        message: expect.stringMatching(
+          /more than "default" can ever admit \(10\); retrying cannot help/,
+        ),
+        retryAfter: 60,
+      });
+      expect(impossible.headers.get('ratelimit')).toMatch(/^"default";r=3;t=\d+$/);
       expect((await running.get('/weighted?units=3', who)).status).toBe(200);
+    });
+
+    it('never shows r above q: a token bucket larger than its limit advertises its burst', async () => {
+      const response = await running.get('/bucket', nextClient());
+      expect(response.headers.get('ratelimit-policy')).toBe('"default";q=5;w=3');
+      expect(response.headers.get('ratelimit')).toMatch(/^"default";r=4;t=1$/);
     });
   });
 

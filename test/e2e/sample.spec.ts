@@ -33,6 +33,12 @@ describe('sample app', () => {
     expect(Number(last!.headers.get('retry-after'))).toBeGreaterThanOrEqual(9);
   });
 
+  it("advertises /search's token bucket by its burst, so r never exceeds q", async () => {
+    const response = await running.get('/search');
+    expect(response.headers.get('ratelimit-policy')).toBe('"burst";q=5;w=3, "hourly";q=50;w=3600');
+    expect(response.headers.get('ratelimit')).toMatch(/^"burst";r=4;t=1, "hourly";r=49;t=\d+$/);
+  });
+
   it('keeps /health out of limiting and charges /report by pages', async () => {
     for (let i = 0; i < 8; i++) expect((await running.get('/health')).status).toBe(200);
     expect((await running.get('/health')).headers.get('ratelimit')).toBeNull();

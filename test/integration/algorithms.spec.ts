@@ -247,11 +247,36 @@ describe.each<StoreKind>(['redis', 'memory'])('%s store', (kind) => {
       expect((await fixture.limiter.peek(key, policy)).results[0].remaining).toBe(2);
     });
 
-    it('refuses malformed costs (400) and costs no budget can hold (429) without charging', async () => {
+    it('refuses malformed costs (400) and denies costs no budget can hold, never charging', async () => {
       await expect(consume(policy, 1.5)).rejects.toMatchObject({ status: 400 });
       await expect(consume(policy, 0)).rejects.toMatchObject({ status: 400 });
-      await expect(consume(policy, 3)).rejects.toMatchObject({ status: 429 });
+      const denied = await consume(policy, 3);
+      expect(denied.allowed).toBe(false);
+      expect(denied.results[0]).toMatchObject({
+        allowed: false,
+        remaining: 2,
+        capacity: 2,
+        retryAfterMs: Infinity,
+      });
       expect((await fixture.limiter.peek(key, policy)).results[0].remaining).toBe(2);
+    });
+
+    it('reports the other policies of an impossible request as they stand, charging none', async () => {
+      const roomy: RateLimitPolicy = { name: 'roomy', limit: 5, window: 1_000 };
+      expect((await consume(roomy, 1)).allowed).toBe(true);
+      const denied = await fixture.limiter.consume(key, [policy, roomy], 3);
+      expect(denied.allowed).toBe(false);
+      expect(
+        denied.results.map(({ allowed, remaining, retryAfterMs }) => ({
+          allowed,
+          remaining,
+          retryAfterMs,
+        })),
+      ).toEqual([
+        { allowed: false, remaining: 2, retryAfterMs: Infinity },
+        { allowed: true, remaining: 4, retryAfterMs: 0 },
+      ]);
+      expect((await fixture.limiter.peek(key, roomy)).results[0].remaining).toBe(4);
     });
 
     it('rejects (not throws) an invalid policy given to the service', async () => {

@@ -6,6 +6,7 @@ const result = (overrides: Partial<PolicyResult>): PolicyResult => ({
   allowed: true,
   limit: 100,
   window: 60_000,
+  capacity: 100,
   remaining: 42,
   resetMs: 16_200,
   retryAfterMs: 0,
@@ -27,7 +28,14 @@ describe('rateLimitHeaders', () => {
         allowed: true,
         results: [
           result({}),
-          result({ policy: 'burst', limit: 5, window: 1_000, remaining: 4, resetMs: 200 }),
+          result({
+            policy: 'burst',
+            limit: 5,
+            window: 1_000,
+            capacity: 5,
+            remaining: 4,
+            resetMs: 200,
+          }),
         ],
       },
       'ietf',
@@ -36,11 +44,26 @@ describe('rateLimitHeaders', () => {
     expect(headers.RateLimit).toBe('"default";r=42;t=17, "burst";r=4;t=1');
   });
 
+  it('never shows r above q: a bucket larger than its limit advertises burst and its refill time', () => {
+    const bucket = result({ policy: 'burst', limit: 2, window: 1_000, capacity: 5, remaining: 4 });
+    expect(rateLimitHeaders({ allowed: true, results: [bucket] }, 'both')).toMatchObject({
+      'RateLimit-Policy': '"burst";q=5;w=3',
+      RateLimit: '"burst";r=4;t=17',
+      'X-RateLimit-Limit': '5',
+      'X-RateLimit-Remaining': '4',
+    });
+    // A bucket smaller than its limit keeps the limit and the window.
+    const small = result({ limit: 10, window: 10_000, capacity: 3, remaining: 3 });
+    expect(rateLimitHeaders({ allowed: true, results: [small] }, 'ietf')['RateLimit-Policy']).toBe(
+      '"default";q=10;w=10',
+    );
+  });
+
   it('describes the most restrictive policy in legacy headers: fewest remaining, then latest reset', () => {
     const results = [
-      result({ policy: 'a', limit: 10, remaining: 3, resetMs: 1_000 }),
-      result({ policy: 'b', limit: 20, remaining: 3, resetMs: 9_000 }),
-      result({ policy: 'c', limit: 30, remaining: 7, resetMs: 99_000 }),
+      result({ policy: 'a', limit: 10, capacity: 10, remaining: 3, resetMs: 1_000 }),
+      result({ policy: 'b', limit: 20, capacity: 20, remaining: 3, resetMs: 9_000 }),
+      result({ policy: 'c', limit: 30, capacity: 30, remaining: 7, resetMs: 99_000 }),
     ];
     expect(rateLimitHeaders({ allowed: true, results }, 'legacy')).toEqual({
       'X-RateLimit-Limit': '20',
