@@ -177,9 +177,10 @@ describe('embedded store matches the Lua scripts', () => {
         const answer = await decide(mode, key, route, cost);
         if (impossible) {
           counts.impossible++;
-          // A consume is refused (429) before the store; a peek says no, forever.
-          if (mode === 'consume') expect(answer).toMatchObject({ rejected: 429 });
-          else expect(answer).toMatchObject({ allowed: false });
+          // Denied, charging nothing, with a retry that never comes.
+          expect(answer).toMatchObject({ allowed: false });
+          const { results } = answer as RateLimitDecision;
+          expect(Math.max(...results.map((result) => result.retryAfterMs))).toBe(Infinity);
           continue;
         }
         if (!('allowed' in answer) || answer.allowed || next() < 0.2) continue;
