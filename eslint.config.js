@@ -12,6 +12,23 @@ export default tseslint.config(
   },
   {
     files: ['sample/sandbox/public/**/*.js'],
-    languageOptions: { globals: { window: 'readonly', document: 'readonly', fetch: 'readonly' } },
+    languageOptions: {
+      globals: Object.fromEntries(
+        [
+          'window',
+          'document',
+          'fetch',
+          'performance',
+          'requestAnimationFrame',
+          'ResizeObserver',
+          'HTMLElement',
+          'HTMLButtonElement',
+          'HTMLFormElement',
+          'HTMLInputElement',
+          'HTMLOListElement',
+          'HTMLSelectElement',
+        ].map((name) => [name, 'readonly']),
+      ),
+    },
   },
 );

@@ -6,14 +6,18 @@ import {
   Header,
   HttpCode,
   Inject,
+  NotFoundException,
+  Param,
   Post,
   Req,
+  StreamableFile,
 } from '@nestjs/common';
 import {
   RATE_LIMIT_OPTIONS,
   RATE_LIMIT_REDIS,
   RateLimiter,
   SkipRateLimit,
+  type Algorithm,
   type ResolvedRateLimitOptions,
 } from '../../lib/index.js';
 import { LIVE_POLICY } from './sandbox-live.controller.js';
@@ -34,7 +38,7 @@ export interface SandboxConfig {
   store: 'redis' | 'embedded';
   /** The style this app's clients receive, preselected so the page shows what they would see. */
   headerStyle: HeaderStyle;
-  algorithms: readonly string[];
+  algorithms: readonly Algorithm[];
   /** How many requests the burst button sends. */
   burstSize: number;
   busiestSpanMs: number;
@@ -72,20 +76,6 @@ export class SandboxController {
     return this.assets.page(path.endsWith('/') ? path : `${path}/`);
   }
 
-  @Get('sandbox.js')
-  @Header('Content-Type', 'text/javascript; charset=utf-8')
-  @Header('Cache-Control', 'no-cache')
-  script(): string {
-    return this.assets.script;
-  }
-
-  @Get('sandbox.css')
-  @Header('Content-Type', 'text/css; charset=utf-8')
-  @Header('Cache-Control', 'no-cache')
-  stylesheet(): string {
-    return this.assets.stylesheet;
-  }
-
   @Get('config')
   getConfig(): SandboxConfig {
     return this.config;
@@ -100,5 +90,14 @@ export class SandboxController {
       if (error instanceof InvalidSimulationSettings) throw new BadRequestException(error.message);
       throw error;
     }
+  }
+
+  /** The page's ES modules, stylesheet and icon; declared last so that `config` wins over it. */
+  @Get(':file')
+  @Header('Cache-Control', 'no-cache')
+  file(@Param('file') name: string): StreamableFile {
+    const file = this.assets.file(name);
+    if (!file) throw new NotFoundException(`The sandbox has no file ${JSON.stringify(name)}`);
+    return new StreamableFile(file.body, { type: file.contentType });
   }
 }

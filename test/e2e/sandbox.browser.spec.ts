@@ -9,7 +9,7 @@ import { Test } from '@nestjs/testing';
 import type { Browser, Page } from 'playwright-core';
 import { RateLimitModule } from '../../lib/index.js';
 import { SandboxModule } from '../../sample/sandbox/sandbox.module.js';
-import { launchChromium } from '../support/browser.js';
+import { CHROMIUM_SETUP_TIMEOUT_MS, launchChromium } from '../support/browser.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 
 /**
@@ -38,8 +38,9 @@ type Algorithm = keyof typeof ALGORITHM_TABS;
 
 let browser: Browser;
 beforeAll(async () => {
+  // On a machine without chromium, this is where the test installs it (as root) or says how.
   browser = await launchChromium();
-});
+}, CHROMIUM_SETUP_TIMEOUT_MS);
 afterAll(() => browser?.close());
 
 interface Setup {
@@ -58,6 +59,10 @@ describe.each<Setup>([
   let sandboxUrl: string;
   let page: Page;
   const requestedUrls: string[] = [];
+  /** Console errors, uncaught exceptions and failed requests, as a developer would see them. */
+  const consoleErrors: string[] = [];
+  const pageErrors: string[] = [];
+  const failedResponses: string[] = [];
 
   beforeAll(async () => {
     redis = store === 'redis' ? await startRedisServer() : undefined;
@@ -79,6 +84,13 @@ describe.each<Setup>([
     // Fail on the missing element with Playwright's message, well before Jest's own timeout.
     page.setDefaultTimeout(10_000);
     page.on('request', (request) => requestedUrls.push(request.url()));
+    page.on('console', (message) => {
+      if (message.type() === 'error') consoleErrors.push(message.text());
+    });
+    page.on('pageerror', (error) => pageErrors.push(String(error)));
+    page.on('response', (response) => {
+      if (response.status() >= 400) failedResponses.push(`${response.status()} ${response.url()}`);
+    });
     await page.goto(sandboxUrl);
     // The page runs its default steady traffic once it has loaded.
     await page.waitForSelector('#lanes[data-runs="1"], #run-status.error');
@@ -113,6 +125,34 @@ describe.each<Setup>([
   const showTab = (name: string) => page.getByRole('tab', { name, exact: true }).click();
 
   const selectedHeaders = () => page.textContent('#selected-headers');
+
+  it('loads its modules and icon from the app without a console error', async () => {
+    await page.waitForSelector(`body[data-store="${store}"]`);
+    const origin = new URL(sandboxUrl).origin;
+    const loaded = requestedUrls.map((url) => new URL(url).pathname);
+    expect(loaded).toEqual(
+      expect.arrayContaining([
+        '/sandbox/sandbox.js',
+        '/sandbox/timelines.js',
+        '/sandbox/live.js',
+        '/sandbox/favicon.svg',
+      ]),
+    );
+    expect(await (await fetch(`${origin}/sandbox/favicon.svg`)).text()).toContain('<svg');
+    expect({ consoleErrors, pageErrors, failedResponses }).toEqual({
+      consoleErrors: [],
+      pageErrors: [],
+      failedResponses: [],
+    });
+  });
+
+  it("serves the page's files and nothing else from its folder", async () => {
+    const origin = new URL(sandboxUrl).origin;
+    const script = await fetch(`${origin}/sandbox/dom.js`);
+    expect(script.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect((await fetch(`${origin}/sandbox/tsconfig.json`)).status).toBe(404);
+    expect((await fetch(`${origin}/sandbox/index.html`)).status).toBe(404);
+  });
 
   it('says which store decides', async () => {
     await page.waitForSelector(`body[data-store="${store}"]`);
@@ -242,5 +282,14 @@ describe.each<Setup>([
       /RateLimit: "live";r=0;t=\d+\nRateLimit-Policy: "live";q=5;w=10\nRetry-After: \d+/,
     );
     expect(await page.textContent('#live-summary')).toBe('Sent 11 · 200: 5 · 429: 6');
+  });
+
+  it('never threw in the page, and failed only the requests the tests meant to fail', () => {
+    expect(pageErrors).toEqual([]);
+    const path = (entry: string) => new URL(entry.split(' ')[1]).pathname;
+    // The refused settings (400) and the live routes' denials (429), nothing else.
+    expect(
+      new Set(failedResponses.map((entry) => `${entry.split(' ')[0]} ${path(entry)}`)),
+    ).toEqual(new Set(['400 /sandbox/simulate', '429 /sandbox/live/sliding-window-log']));
   });
 });
