@@ -19,7 +19,7 @@ export interface ResolvedPolicy {
   readonly scope: 'route' | 'global';
   /** Appended to the client's hash tag to form this policy's key. */
   readonly keySuffix: string;
-  /** The script arguments known at start-up: algorithm, limit, window, burst. */
+  /** The script arguments known at start-up: limit, window, burst. */
   readonly scriptArgs: readonly string[];
 }
 
@@ -32,12 +32,17 @@ export interface PolicySource {
   readonly defaultScope: 'route' | 'global';
 }
 
+/**
+ * In keys. A '2' marks a state layout changed in place of an older one (a hash then, one
+ * string now): during a rolling upgrade old and new pods count apart for a window instead
+ * of failing on each other's keys with WRONGTYPE.
+ */
 const ALGORITHM_CODES: Record<Algorithm, string> = {
-  'token-bucket': 'tb',
+  'token-bucket': 'tb2',
   'leaky-bucket': 'lb',
-  'fixed-window': 'fw',
+  'fixed-window': 'fw2',
   'sliding-window-log': 'swl',
-  'sliding-window-counter': 'swc',
+  'sliding-window-counter': 'swc2',
 };
 const BUCKETS: ReadonlySet<Algorithm> = new Set(['token-bucket', 'leaky-bucket']);
 /** Names appear in keys and inside quoted structured-field strings of the headers. */
@@ -120,7 +125,7 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
     keyBy: policy.keyBy,
     scope,
     keySuffix: `:${name}:${ALGORITHM_CODES[algorithm]}${routePart}`,
-    scriptArgs: [algorithm, String(policy.limit), String(windowMs), String(burst)],
+    scriptArgs: [String(policy.limit), String(windowMs), String(burst)],
   };
 }
 

@@ -2,59 +2,51 @@
 -- window's count still weighs in, in proportion to how much of it the sliding window
 -- still covers: estimate = previous * (1 - elapsed / window) + current. Two numbers per
 -- client and near-exact.
--- State (hash): w (current window index), n (its count), p (the previous window's count).
-algorithms['sliding-window-counter'] = {
-  check = function(key, now, p)
-    local index = math.floor(now / p.window)
-    local state = redis.call('HMGET', key, 'w', 'n', 'p')
-    local previous, current = 0, 0
-    if state[1] then
-      local stored = tonumber(state[1])
-      if stored == index then
-        current, previous = tonumber(state[2]), tonumber(state[3])
-      elseif stored == index - 1 then
-        previous = tonumber(state[2])
-      end
+-- State (string): 'index:current:previous', the current window's index and count and the
+-- previous window's count.
+local function sliding_window_counter(key, now, limit, window, _, cost, charge)
+  local index = math.floor(now / window)
+  local previous, current = 0, 0
+  local state = redis.call('GET', key)
+  if state then
+    local stored, n, p = split(state)
+    if stored == index then
+      current, previous = n, p
+    elseif stored == index - 1 then
+      previous = n
     end
-    local elapsed = now - index * p.window
-    local weight = 1 - elapsed / p.window
-    local estimate = previous * weight + current
-    local to_end = (index + 1) * p.window - now
-    local v = { index = index, previous = previous, current = current, weight = weight, delay = 0 }
-    v.allowed = estimate + p.cost <= p.limit
-    v.retry = 0
-    if not v.allowed then
-      -- Earliest t with the estimate at now + t low enough: first within this window, as
-      -- the previous window's weight fades; else in the next, as the current one's does.
-      local within = nil
-      if previous > 0 then
-        within = (previous + current + p.cost - p.limit) * p.window / previous - elapsed
-      end
-      if within and within < to_end then
-        v.retry = within
-      else
-        local into_next = 0
-        if current + p.cost > p.limit then
-          into_next = (current + p.cost - p.limit) * p.window / current
-        end
-        v.retry = to_end + into_next
-      end
+  end
+  local elapsed = now - index * window
+  local weight = 1 - elapsed / window
+  local estimate = previous * weight + current
+  local to_end = (index + 1) * window - now
+  local reset = 0
+  if current > 0 then
+    reset = to_end + window
+  elseif previous > 0 then
+    reset = to_end
+  end
+  if estimate + cost <= limit then
+    if not charge then
+      return true, limit - estimate, reset, 0, 0
     end
-    v.remaining = p.limit - estimate
-    if current > 0 then
-      v.reset = to_end + p.window
-    elseif previous > 0 then
-      v.reset = to_end
-    else
-      v.reset = 0
+    current = current + cost
+    redis.call('SET', key, string.format('%.17g:%.17g:%.17g', index, current, previous), 'PX',
+      lifetime(to_end + window))
+    return true, limit - (previous * weight + current), to_end + window, 0, 0
+  end
+  -- Earliest t with the estimate at now + t low enough: first within this window, as the
+  -- previous window's weight fades; else in the next, as the current one's does.
+  local retry
+  if previous > 0 then
+    retry = (previous + current + cost - limit) * window / previous - elapsed
+  end
+  if not retry or retry >= to_end then
+    local into_next = 0
+    if current + cost > limit then
+      into_next = (current + cost - limit) * window / current
     end
-    return v
-  end,
-  commit = function(key, now, p, v)
-    local current = v.current + p.cost
-    redis.call('HSET', key, 'w', num(v.index), 'n', num(current), 'p', num(v.previous))
-    v.remaining = p.limit - (v.previous * v.weight + current)
-    v.reset = (v.index + 2) * p.window - now
-    expire_after(key, v.reset, p.ttl_floor)
-  end,
-}
+    retry = to_end + into_next
+  end
+  return false, limit - estimate, reset, retry, 0
+end

@@ -12,13 +12,13 @@ export interface AdmissionBounds {
  *
  * Let τ₀ be the first decision (admitted: the queue is empty) and I the interval.
  * - At most: the n-th admission (from 0) starts no earlier than τ₀ + n·I, and is admitted
- *   only if it starts less than burst·I after its decision τₙ, so n < burst + (τₙ − τ₀)/I
- *   and A ≤ burst + ⌈(τ_last admitted − τ₀)/I⌉.
+ *   only if it starts at most (burst − 1)·I after its decision τₙ, so
+ *   n ≤ burst − 1 + (τₙ − τ₀)/I and A ≤ burst + ⌊(τ_last admitted − τ₀)/I⌋.
  * - At least: `next` = τ₀ + A·I + idle, where idle is time the queue sat empty. After any
  *   decision at least I of work is queued, so the queue can only run empty in a gap of
  *   more than I between decisions, for at most the excess. A denial at τ_d means
- *   next ≥ τ_d + burst·I, so A ≥ burst + (τ_d − τ₀ − idle)/I; and A ≥ burst, since
- *   next ≤ τ_d + A·I.
+ *   next > τ_d + (burst − 1)·I, so A > burst − 1 + (τ_d − τ₀ − idle)/I, that is
+ *   A ≥ burst + ⌊(τ_d − τ₀ − idle)/I⌋; and A ≥ burst, since next ≤ τ_d + A·I.
  * Each τᵢ lies within [decisionStartedAt, decisionEndedAt]: the pods stamp Date.now() on
  * the host that runs Redis, whose TIME the script reads, both truncated to whole ms. The
  * k-th earliest decision lies between the k-th earliest start and end stamps, which bounds
@@ -51,8 +51,8 @@ export function leakyBucketAdmissionBounds(
   for (let k = 0; k + 1 < started.length; k++) {
     idleMs += Math.max(0, ended[k + 1] - started[k] - intervalMs);
   }
-  const max = burst + Math.ceil((lastAdmittedEnd - firstDecisionEarliest) / intervalMs);
+  const max = burst + Math.floor((lastAdmittedEnd - firstDecisionEarliest) / intervalMs);
   if (lastDeniedStart === -Infinity) return { min: responses.length, max };
-  const drainedAtLeast = Math.ceil((lastDeniedStart - firstDecisionLatest - idleMs) / intervalMs);
+  const drainedAtLeast = Math.floor((lastDeniedStart - firstDecisionLatest - idleMs) / intervalMs);
   return { min: burst + Math.max(0, drainedAtLeast), max };
 }

@@ -1,17 +1,19 @@
+import type { Algorithm } from '../rate-limit-policy.interface.js';
 import { LUA_SOURCES } from './lua-sources.generated.js';
 
-/** Order matters: the shared helpers first, the entry point that uses them last. */
-const SCRIPT_FILES = [
-  'common',
-  'token-bucket',
-  'leaky-bucket',
-  'fixed-window',
-  'sliding-window-log',
-  'sliding-window-counter',
-  'decide',
-];
+/** The Lua function that lua/<algorithm>.lua defines. */
+const stepName = (algorithm: Algorithm) => algorithm.replaceAll('-', '_');
 
-/** The one script every decision runs: the readable per-algorithm files joined in order. */
-export function loadDecideScript(): string {
-  return SCRIPT_FILES.map((file) => LUA_SOURCES[file]).join('\n');
+/**
+ * The script for one route's algorithms, policy by policy: the prelude, each algorithm's
+ * file once, the binding of each policy to its step, and the entry. Only what the route
+ * needs is defined on each call, and a single policy takes the entry without tables.
+ */
+export function composeDecideScript(algorithms: readonly Algorithm[]): string {
+  const files = [...new Set(algorithms)].map((algorithm) => LUA_SOURCES[algorithm]);
+  const [binding, entry] =
+    algorithms.length === 1
+      ? [`local step = ${stepName(algorithms[0])}`, LUA_SOURCES['decide-one']]
+      : [`local steps = { ${algorithms.map(stepName).join(', ')} }`, LUA_SOURCES.decide];
+  return [LUA_SOURCES.prelude, ...files, binding, entry].join('\n');
 }

@@ -11,6 +11,7 @@ import type {
   RateLimitStore,
   StoreDecision,
 } from './rate-limit-store.interface.js';
+import { STALE_DECISION } from './rate-limit-store.interface.js';
 
 const ALGORITHMS: Record<Algorithm, MemoryAlgorithm<unknown, MemoryVerdict>> = {
   'token-bucket': tokenBucket as MemoryAlgorithm<unknown, MemoryVerdict>,
@@ -45,6 +46,8 @@ export class MemoryStore implements RateLimitStore {
   }
 
   async decide(request: DecideRequest): Promise<StoreDecision> {
+    if (request.wantedUntil !== undefined && Date.now() > request.wantedUntil)
+      return STALE_DECISION;
     const now = request.now ?? Date.now();
     const { keys, policies, costs } = request;
     const checked = policies.map((policy, i) => {

@@ -13,6 +13,12 @@ export interface DecideRequest {
   readonly now: number | undefined;
   /** Least key lifetime in real ms: virtual clocks may run slower than real time. */
   readonly ttlFloorMs: number;
+  /**
+   * Epoch ms on the store's real clock (Redis TIME; Date.now() for the embedded store)
+   * after which the caller no longer waits for the answer: a decision that starts later
+   * charges nothing and comes back `stale`. Undefined: no limit.
+   */
+  readonly wantedUntil?: number;
 }
 
 export interface PolicyVerdict {
@@ -25,8 +31,14 @@ export interface PolicyVerdict {
 
 export interface StoreDecision {
   readonly allowed: boolean;
+  /** One per policy; empty when `stale`. */
   readonly verdicts: readonly PolicyVerdict[];
+  /** Set when the decision started after `wantedUntil`: nothing was read or charged. */
+  readonly stale?: true;
 }
+
+/** What both stores answer when a decision starts after `wantedUntil`. */
+export const STALE_DECISION: StoreDecision = { allowed: false, verdicts: [], stale: true };
 
 /**
  * Where budgets live. Small on purpose: a third store (Valkey functions, a Redis module)

@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
-import { loadDecideScript } from './lua-script.js';
+import type { ResolvedPolicy } from '../resolved-policy.js';
+import { composeDecideScript } from './lua-script.js';
 import type {
   DecideRequest,
   DecisionMode,
@@ -7,17 +8,22 @@ import type {
   RateLimitStore,
   StoreDecision,
 } from './rate-limit-store.interface.js';
+import { STALE_DECISION } from './rate-limit-store.interface.js';
 
-/** Name under which the script is defined on the client (EVALSHA, reloaded on NOSCRIPT). */
-const DECIDE_COMMAND = 'nestjsRateLimitDecide';
+/**
+ * Scripts are defined on the client (EVALSHA, reloaded on NOSCRIPT) under this prefix and
+ * the route's algorithms, one script per combination.
+ */
+const COMMAND_PREFIX = 'nestjsRateLimit:';
 
-/** admitted, then five values per policy: allowed, remaining, reset, retry, delay. */
+/** admitted, then five values per policy: allowed, remaining, reset, retry, delay; or [-1]. */
 type ScriptReply = (number | string)[];
 type DecideCommand = (...args: (string | number)[]) => Promise<ScriptReply>;
 
 /**
- * Decides with one EVALSHA of the bundled Lua per request, whatever the number of policies.
- * ioredis' defineCommand sends EVALSHA and reloads the script on NOSCRIPT by itself.
+ * Decides with one EVALSHA per request, whatever the number of policies, of a script made
+ * for the route's algorithms (see composeDecideScript). ioredis' defineCommand sends EVALSHA
+ * and reloads the script on NOSCRIPT by itself.
  *
  * On Redis Cluster one script may only touch one slot. Keys of one client share a hash
  * tag, so that is the rule; only policies with their own `keyBy` can put one request's
@@ -25,7 +31,8 @@ type DecideCommand = (...args: (string | number)[]) => Promise<ScriptReply>;
  * `decideAcrossSlots` (see docs/cluster.md for what stays atomic there).
  */
 export class RedisStore implements RateLimitStore {
-  private readonly decideScript: DecideCommand;
+  /** By the route's algorithms, comma-joined. */
+  private readonly commands = new Map<string, DecideCommand>();
   private readonly isCluster: boolean;
 
   /** @param owned the store closes the client only if it created it */
@@ -33,13 +40,8 @@ export class RedisStore implements RateLimitStore {
     private readonly client: Redis | Cluster,
     private readonly owned: boolean,
   ) {
-    if (typeof (client as unknown as Record<string, unknown>)[DECIDE_COMMAND] !== 'function') {
-      client.defineCommand(DECIDE_COMMAND, { lua: loadDecideScript() });
-    }
     // A lazyConnect client would otherwise never connect: fast failure sends it no command.
     if (client.status === 'wait') client.connect().catch(() => undefined);
-    const command = (client as unknown as Record<string, DecideCommand>)[DECIDE_COMMAND];
-    this.decideScript = command.bind(client);
     this.isCluster = client.isCluster;
   }
 
@@ -72,9 +74,30 @@ export class RedisStore implements RateLimitStore {
       mode,
       request.now ?? '',
       request.ttlFloorMs,
+      request.wantedUntil ?? '',
     ];
     for (let i = 0; i < policies.length; i++) args.push(...policies[i].scriptArgs, costs[i]);
-    return this.decideScript(...args).then(parseReply);
+    return this.commandFor(policies)(...args).then(parseReply);
+  }
+
+  /** The script for these policies' algorithms, defined on the client the first time. */
+  private commandFor(policies: readonly ResolvedPolicy[]): DecideCommand {
+    const algorithms =
+      policies.length === 1 ? policies[0].algorithm : policies.map((p) => p.algorithm).join(',');
+    let command = this.commands.get(algorithms);
+    if (!command) {
+      const name = COMMAND_PREFIX + algorithms;
+      const client = this.client as unknown as Record<string, DecideCommand>;
+      // A client shared by several stores gets each script defined once.
+      if (typeof client[name] !== 'function') {
+        this.client.defineCommand(name, {
+          lua: composeDecideScript(policies.map((p) => p.algorithm)),
+        });
+      }
+      command = client[name].bind(this.client);
+      this.commands.set(algorithms, command);
+    }
+    return command;
   }
 
   /**
@@ -93,6 +116,8 @@ export class RedisStore implements RateLimitStore {
     if (request.mode === 'peek' || !checks.every((check) => check.allowed)) {
       return mergeDecisions(groups, checks);
     }
+    // A tag reached after `wantedUntil` charges nothing, though earlier tags did: the same
+    // split as a request overtaken between the phases.
     return mergeDecisions(groups, await inEachSlot('consume'));
   }
 
@@ -108,6 +133,7 @@ export class RedisStore implements RateLimitStore {
 }
 
 function parseReply(reply: ScriptReply): StoreDecision {
+  if (reply[0] === -1) return STALE_DECISION;
   const verdicts: PolicyVerdict[] = [];
   for (let at = 1; at < reply.length; at += 5) {
     verdicts.push({
@@ -164,6 +190,7 @@ function mergeDecisions(
   groups: readonly (readonly number[])[],
   decisions: readonly StoreDecision[],
 ): StoreDecision {
+  if (decisions.some((decision) => decision.stale)) return STALE_DECISION;
   const allowed = decisions.every((decision) => decision.allowed);
   const verdicts: PolicyVerdict[] = [];
   groups.forEach((indices, g) =>

@@ -90,7 +90,7 @@ describe.each<StoreKind>(['redis', 'memory'])('%s store', (kind) => {
   describe('leaky bucket', () => {
     const policy: RateLimitPolicy = { algorithm: 'leaky-bucket', limit: 5, window: '5s', burst: 3 };
 
-    it('queues up to `burst` requests one interval apart and reports each delay', async () => {
+    it('admits `burst` arriving together, one interval apart, then denies until I has passed', async () => {
       const delays = [];
       for (let i = 0; i < 3; i++) delays.push((await consume(policy)).results[0].delayMs);
       expect(delays).toEqual([0, 1_000, 2_000]);
@@ -100,23 +100,35 @@ describe.each<StoreKind>(['redis', 'memory'])('%s store', (kind) => {
         delayMs: 0,
         remaining: 0,
         resetMs: 3_000,
-        retryAfterMs: 1,
+        retryAfterMs: 1_000,
       });
+      clock.advance(999);
+      expect((await consume(policy)).allowed).toBe(false);
       clock.advance(1);
-      expect((await consume(policy)).results[0]).toMatchObject({ allowed: true, delayMs: 2_999 });
+      expect((await consume(policy)).results[0]).toMatchObject({ allowed: true, delayMs: 2_000 });
+    });
+
+    it('admits exactly `burst` of a burst of sequential consumes', async () => {
+      const five: RateLimitPolicy = { algorithm: 'leaky-bucket', limit: 5, window: '5s', burst: 5 };
+      expect(await admittedOf(five, 8)).toBe(5);
+      clock.advance(1);
+      expect((await consume(five)).allowed).toBe(false);
     });
 
     it('lets a cost-c request occupy c slots of the queue', async () => {
       expect((await consume(policy, 2)).results[0]).toMatchObject({ delayMs: 0, remaining: 1 });
       const denied = await consume(policy, 2);
       expect(denied.allowed).toBe(false);
-      // Admission needs wait + (c - 1) * interval strictly below burst * interval: the
-      // boundary instant itself fails, the first millisecond after it passes.
-      expect(denied.results[0].retryAfterMs).toBe(1);
-      clock.advance(1);
+      // Admission needs a wait of at most (burst - c) * I = 1 s; the queue holds 2 s.
+      expect(denied.results[0]).toMatchObject({ remaining: 1, retryAfterMs: 1_000 });
+      expect((await consume(policy, 1)).results[0]).toMatchObject({
+        allowed: true,
+        delayMs: 2_000,
+      });
+      clock.advance(2_000);
       expect((await consume(policy, 2)).results[0]).toMatchObject({
         allowed: true,
-        delayMs: 1_999,
+        delayMs: 1_000,
       });
     });
   });

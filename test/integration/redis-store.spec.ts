@@ -107,7 +107,8 @@ describe('Redis store', () => {
         const ttl = await admin.pttl(key);
         const after = await redisNowMs();
         // The window index stored and the expiry are those of Redis's clock, not the app's.
-        expect(Number(await admin.hget(key, 'w'))).toBe(Math.floor(before / 3_600_000));
+        const [windowIndex] = (await admin.get(key))!.split(':');
+        expect(Number(windowIndex)).toBe(Math.floor(before / 3_600_000));
         const windowEnd = (Math.floor(before / 3_600_000) + 1) * 3_600_000;
         expect(ttl).toBeGreaterThanOrEqual(windowEnd - after - 1);
         expect(ttl).toBeLessThanOrEqual(windowEnd - before + 1);
@@ -127,12 +128,19 @@ describe('Redis store', () => {
       });
     });
 
-    it('reloads the script transparently after SCRIPT FLUSH (NOSCRIPT)', async () => {
+    it('reloads each script transparently after SCRIPT FLUSH (NOSCRIPT)', async () => {
       const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 5, window: '1m' };
+      const pair: RateLimitPolicy[] = [
+        { name: 'a', algorithm: 'token-bucket', limit: 5, window: '1m' },
+        { name: 'b', algorithm: 'sliding-window-log', limit: 5, window: '1m' },
+      ];
       expect((await fixture.limiter.consume('noscript', policy)).allowed).toBe(true);
+      expect((await fixture.limiter.consume('noscript', pair)).allowed).toBe(true);
       await admin.script('FLUSH');
       const again = await fixture.limiter.consume('noscript', policy);
       expect(again.results[0].remaining).toBe(3);
+      const pairAgain = await fixture.limiter.consume('noscript', pair);
+      expect(pairAgain.results.map((result) => result.remaining)).toEqual([3, 3]);
     });
   });
 

@@ -80,8 +80,8 @@ describe('resolvePolicies', () => {
       burst: 10,
       cost: 1,
       scope: 'route',
-      keySuffix: ':default:swc:UsersController.find',
+      keySuffix: ':default:swc2:UsersController.find',
     });
-    expect(global).toMatchObject({ burst: 8, maxCost: 8, keySuffix: ':g:tb' });
+    expect(global).toMatchObject({ burst: 8, maxCost: 8, keySuffix: ':g:tb2' });
   });
 });

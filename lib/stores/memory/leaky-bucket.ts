@@ -11,21 +11,21 @@ export const leakyBucket: MemoryAlgorithm<number, LeakyBucketVerdict> = {
     const interval = p.window / p.limit;
     const start = Math.max(now, nextFree);
     const wait = start - now;
-    const allowed = wait + (p.cost - 1) * interval < p.burst * interval;
+    const allowed = wait <= (p.burst - p.cost) * interval;
     return {
       interval,
       start,
       allowed,
       delay: allowed ? wait : 0,
-      retry: allowed ? 0 : Math.floor(wait - (p.burst - p.cost + 1) * interval) + 1,
-      remaining: Math.ceil(p.burst - wait / interval),
+      retry: allowed ? 0 : wait - (p.burst - p.cost) * interval,
+      remaining: p.burst - wait / interval,
       reset: wait,
     };
   },
   commit(now, p, v) {
     const nextFree = v.start + p.cost * v.interval;
     const backlog = nextFree - now;
-    v.remaining = Math.ceil(p.burst - backlog / v.interval);
+    v.remaining = p.burst - backlog / v.interval;
     v.reset = backlog;
     return { state: nextFree, ttlMs: backlog };
   },

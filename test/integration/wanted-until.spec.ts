@@ -1,0 +1,69 @@
+import { ALGORITHMS } from '../../lib/index.js';
+import { resolvePolicies } from '../../lib/resolved-policy.js';
+import type { DecideRequest } from '../../lib/stores/rate-limit-store.interface.js';
+import { LimiterFixture, type StoreKind } from '../support/limiters.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+
+/**
+ * A decision that reaches the store after the caller stopped waiting (`wantedUntil`, on
+ * the store's real clock) charges nothing and says so, on every algorithm and both stores.
+ */
+let server: RedisServer;
+beforeAll(async () => {
+  server = await startRedisServer();
+});
+afterAll(() => server.stop());
+
+const policies = resolvePolicies(
+  ALGORITHMS.map((algorithm) => ({ name: algorithm, algorithm, limit: 1, window: '1m' })),
+  { label: 'test', defaultScope: 'global' },
+);
+
+describe.each<StoreKind>(['redis', 'memory'])('%s store: wantedUntil', (kind) => {
+  let fixture: LimiterFixture;
+  beforeAll(async () => {
+    fixture = await new LimiterFixture(kind, server.url).ready();
+  });
+  afterAll(() => fixture.close());
+
+  /** The store's real time: Redis TIME, or this process's Date.now(). */
+  const storeNow = async () => {
+    if (!fixture.client) return Date.now();
+    const [seconds, micros] = await fixture.client.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  };
+  /** A consume of the first `count` policies (one script per combination). */
+  const decide = (key: string, wantedUntil: number | undefined, now?: number, count = 5) => {
+    const some = policies.slice(0, count);
+    const request: DecideRequest = {
+      mode: 'consume',
+      keys: some.map((policy) => `t:{${key}}${policy.keySuffix}`),
+      policies: some,
+      costs: some.map(() => 1),
+      now,
+      ttlFloorMs: 0,
+      wantedUntil,
+    };
+    return fixture.store.decide(request);
+  };
+
+  it.each([1, ALGORITHMS.length])(
+    'past it, %i policies: a stale answer and nothing charged',
+    async (count) => {
+      const key = `late-${count}`;
+      const stale = await decide(key, (await storeNow()) - 1, undefined, count);
+      expect(stale).toEqual({ allowed: false, verdicts: [], stale: true });
+      // Nothing was charged: the one unit of every policy is still there.
+      const fresh = await decide(key, undefined, undefined, count);
+      expect(fresh.allowed).toBe(true);
+      expect(fresh.stale).toBeUndefined();
+    },
+  );
+
+  it('before it: decided as usual, on the clock the app chose', async () => {
+    const inTime = await decide('in-time', (await storeNow()) + 60_000, 1_700_000_000_000);
+    expect(inTime.allowed).toBe(true);
+    expect(inTime.verdicts).toHaveLength(policies.length);
+    expect((await decide('in-time', undefined, 1_700_000_000_000)).allowed).toBe(false);
+  });
+});
