@@ -72,8 +72,10 @@ describe('embedded store matches the Lua scripts', () => {
 
   beforeAll(async () => {
     server = await startRedisServer();
-    redis = await new LimiterFixture('redis', server.url, { clock: clock.read }).ready();
-    memory = new LimiterFixture('memory', undefined, { clock: clock.read });
+    // Semantics, not deadlines: a busy machine must not turn a decision into a 503.
+    const options = { clock: clock.read, timeout: 5_000 };
+    redis = await new LimiterFixture('redis', server.url, options).ready();
+    memory = new LimiterFixture('memory', undefined, options);
   });
   afterAll(async () => {
     await Promise.all([redis.close(), memory.close()]);
