@@ -40,6 +40,13 @@ export interface StartRedisServerOptions {
    * lost to another process between picking and binding is re-picked; a fixed port is not.
    */
   port?: number | (() => Promise<number>);
+  /**
+   * Text of a config file, written to `<dir>/redis.conf` and passed before the arguments
+   * (Sentinel needs a config file it can rewrite).
+   */
+  config?: string;
+  /** The default user's password (`--requirepass`); the harness's own probes authenticate with it. */
+  password?: string;
 }
 
 /**
@@ -63,14 +70,45 @@ function startWatchdog(dir: string): ChildProcess {
 }
 
 /**
- * Sends one command over a fresh TCP connection and returns the reply's payload. Understands
- * only the reply types the launchers need: simple strings, errors (rejects), integers and bulk
- * strings. Kept dependency-free so the harness does not rely on the client under test.
+ * Parses one reply at the start of `buffer`: its payload (an Error for an error reply) and
+ * its length, or null while incomplete. Understands only what the launchers need: simple
+ * strings, errors, integers and bulk strings.
  */
-export function sendRawCommand(port: number, args: string[], timeoutMs = 1_000): Promise<string> {
+function parseRawReply(buffer: Buffer): { value: string | Error; length: number } | null {
+  const lineEnd = buffer.indexOf('\r\n');
+  if (lineEnd < 0) return null;
+  const type = String.fromCharCode(buffer[0]);
+  const line = buffer.subarray(1, lineEnd).toString();
+  if (type === '+' || type === ':') return { value: line, length: lineEnd + 2 };
+  if (type === '-') return { value: new Error(line), length: lineEnd + 2 };
+  if (type !== '$')
+    return {
+      value: new Error(`unsupported reply type ${JSON.stringify(type)}`),
+      length: buffer.length,
+    };
+  const size = Number(line);
+  if (size < 0) return { value: '', length: lineEnd + 2 };
+  const start = lineEnd + 2;
+  if (buffer.length < start + size + 2) return null;
+  return { value: buffer.subarray(start, start + size).toString(), length: start + size + 2 };
+}
+
+/**
+ * Sends one command over a fresh TCP connection (after AUTH, given a password) and returns
+ * the reply's payload. Kept dependency-free so the harness does not rely on the client under
+ * test.
+ */
+export function sendRawCommand(
+  port: number,
+  args: string[],
+  timeoutMs = 1_000,
+  password?: string,
+): Promise<string> {
+  const commands = password === undefined ? [args] : [['AUTH', password], args];
   return new Promise((resolve, reject) => {
     const socket = connect({ host: HOST, port });
     let buffer = Buffer.alloc(0);
+    let pendingReplies = commands.length;
     const finish = (error: Error | null, value = ''): void => {
       socket.destroy();
       if (error) reject(error);
@@ -81,30 +119,28 @@ export function sendRawCommand(port: number, args: string[], timeoutMs = 1_000):
     socket.once('close', () => finish(new Error('connection closed before a full reply')));
     socket.on('data', (chunk: Buffer) => {
       buffer = Buffer.concat([buffer, chunk]);
-      const lineEnd = buffer.indexOf('\r\n');
-      if (lineEnd < 0) return;
-      const type = String.fromCharCode(buffer[0]);
-      const line = buffer.subarray(1, lineEnd).toString();
-      if (type === '+' || type === ':') return finish(null, line);
-      if (type === '-') return finish(new Error(line));
-      if (type !== '$') return finish(new Error(`unsupported reply type ${JSON.stringify(type)}`));
-      const length = Number(line);
-      if (length < 0) return finish(null, '');
-      const start = lineEnd + 2;
-      if (buffer.length < start + length + 2) return;
-      finish(null, buffer.subarray(start, start + length).toString());
+      for (let reply = parseRawReply(buffer); reply; reply = parseRawReply(buffer)) {
+        buffer = buffer.subarray(reply.length);
+        if (reply.value instanceof Error) return finish(reply.value);
+        if (--pendingReplies === 0) return finish(null, reply.value);
+      }
     });
     socket.write(
-      `*${args.length}\r\n` +
-        args.map((arg) => `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`).join(''),
+      commands
+        .map(
+          (command) =>
+            `*${command.length}\r\n` +
+            command.map((arg) => `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`).join(''),
+        )
+        .join(''),
     );
   });
 }
 
 /** The process_id of whatever Redis answers on `port`, or null if none does (yet). */
-async function answeringPid(port: number): Promise<number | null> {
+async function answeringPid(port: number, password?: string): Promise<number | null> {
   try {
-    const info = await sendRawCommand(port, ['INFO', 'server'], 250);
+    const info = await sendRawCommand(port, ['INFO', 'server'], 250, password);
     const match = /^process_id:(\d+)/m.exec(info);
     return match ? Number(match[1]) : null;
   } catch {
@@ -132,6 +168,8 @@ class RedisServerProcess implements RedisServer {
     readonly port: number,
     readonly dir: string,
     private readonly extraArgs: readonly string[],
+    private readonly configFile: string | undefined,
+    private readonly password: string | undefined,
   ) {
     this.watchdog = startWatchdog(dir);
   }
@@ -144,6 +182,7 @@ class RedisServerProcess implements RedisServer {
     if (this.child) throw new Error(`redis-server on port ${this.port} is already running`);
     this.output = '';
     const args = [
+      ...(this.configFile === undefined ? [] : [this.configFile]),
       '--port',
       String(this.port),
       '--bind',
@@ -158,6 +197,7 @@ class RedisServerProcess implements RedisServer {
       this.dir,
       '--logfile',
       '',
+      ...(this.password === undefined ? [] : ['--requirepass', this.password]),
       ...this.extraArgs,
     ];
     const child = spawn(REDIS_SERVER_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -200,7 +240,7 @@ class RedisServerProcess implements RedisServer {
         );
       }
       // PING alone could be answered by another server that already owns the port.
-      if ((await answeringPid(this.port)) === child.pid) return;
+      if ((await answeringPid(this.port, this.password)) === child.pid) return;
       if (Date.now() > deadline) {
         await this.kill();
         throw new ServerStartError(
@@ -275,7 +315,12 @@ export async function startRedisServer(
   for (let attempt = 1; ; attempt++) {
     const port = typeof pickPort === 'number' ? pickPort : await pickPort();
     const dir = mkdtempSync(join(tmpdir(), `redis-${port}-`));
-    const server = new RedisServerProcess(port, dir, extraArgs);
+    let configFile: string | undefined;
+    if (options.config !== undefined) {
+      configFile = join(dir, 'redis.conf');
+      writeFileSync(configFile, options.config);
+    }
+    const server = new RedisServerProcess(port, dir, extraArgs, configFile, options.password);
     try {
       await server.start();
       return server;
