@@ -38,8 +38,12 @@ export async function createRedisClient(
           ...option,
           ...failFast,
         });
-  // Without a listener ioredis reports every failed reconnect as an unhandled error.
-  client.on('error', () => undefined);
+  // Without a listener ioredis reports every failed reconnect as an unhandled error. The last
+  // one names the cause (WRONGPASS, NOPERM, a certificate) in the start-up warning.
+  let lastError: Error | undefined;
+  client.on('error', (error: Error) => {
+    lastError = error;
+  });
   const ready = await new Promise<boolean>((resolve) => {
     const timer = setTimeout(() => resolve(false), CONNECT_WAIT_MS);
     client.once('ready', () => {
@@ -48,7 +52,10 @@ export async function createRedisClient(
     });
   });
   if (!ready) {
-    logger.warn(`Redis is not reachable yet; decisions fail (see failureMode) until it is.`);
+    const cause = lastError ? ` (${lastError.message})` : '';
+    logger.warn(
+      `Redis is not reachable yet${cause}; decisions fail (see failureMode) until it is.`,
+    );
   }
   return client;
 }
