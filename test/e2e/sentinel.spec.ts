@@ -74,6 +74,11 @@ describe('Redis Sentinel failover under load', () => {
       ),
     );
     await sleep(1_500);
+    const offset = async (port: number) =>
+      Number(
+        /^master_repl_offset:(\d+)/m.exec(await sendRawCommand(port, ['INFO', 'replication']))?.[1],
+      );
+    const masterOffset = await offset(sentinel.master.port);
     const killedAt = Date.now();
     await sentinel.master.kill();
     // Until both apps decide on Redis again, then a little longer.
@@ -83,8 +88,11 @@ describe('Redis Sentinel failover under load', () => {
       if (Date.now() - killedAt > RESUME_BOUND_MS) break;
       await sleep(50);
     }
-    await sleep(1_500);
+    await sleep(2_500);
     const results = await Promise.all(loads.map((load) => load.stop()));
+    console.log(
+      `sentinel failover: the promoted replica's replication offset is ${(await offset(sentinel.replica.port)) - masterOffset} bytes past the master's just before the kill`,
+    );
 
     expect(await sentinel.masterPort()).toBe(sentinel.replica.port);
     expect(await scriptExists(sentinel.replica.port, sha)).toBe(true);
@@ -95,14 +103,16 @@ describe('Redis Sentinel failover under load', () => {
       // Over this run every client asked for far more than its limit.
       const perClient = CLIENTS.map((client) => {
         const mine = samples.filter((sample) => sample.client === client);
+        const admits = mine.filter((sample) => sample.status === 200);
         return {
-          decidedAdmits: mine.filter((sample) => sample.decided && sample.status === 200).length,
-          openAdmits: mine.filter((sample) => !sample.decided && sample.status === 200).length,
+          decidedAdmits: admits.filter((sample) => sample.decided).length,
+          beforeKill: admits.filter((sample) => sample.decided && sample.doneAt <= killedAt).length,
+          openAdmits: admits.filter((sample) => !sample.decided).length,
         };
       });
       console.log(
         `sentinel failover (${label} client): decisions resumed ${resumed === undefined ? 'never' : resumed - killedAt} ms after the master was killed; ` +
-          `per client, admitted by Redis (limit ${LIMIT}): ${perClient.map((c) => c.decidedAdmits).join(', ')}; ` +
+          `per client, admitted by Redis (limit ${LIMIT}): ${perClient.map((c) => `${c.decidedAdmits} (${c.beforeKill} before the kill)`).join(', ')}; ` +
           `admitted by fail-open meanwhile: ${perClient.map((c) => c.openAdmits).join(', ')}`,
       );
       expect([...statuses].sort()).toEqual([200, 429]);
@@ -112,9 +122,13 @@ describe('Redis Sentinel failover under load', () => {
       // than the limit is possible: a charge whose answer came too late was admitted open.)
       for (const { decidedAdmits } of perClient)
         expect(decidedAdmits).toBeLessThanOrEqual(LIMIT + 5);
-      // After the failover the limit holds again: the last second is all 429.
-      const tail = samples.filter((sample) => sample.sentAt > samples.at(-1)!.sentAt - 1_000);
-      expect(tail.every((sample) => sample.status === 429 && sample.decided)).toBe(true);
+      // After the failover the limit holds again: in the last second Redis denies everything
+      // (a decision past the deadline under CPU load is admitted open, without headers).
+      const tail = samples.filter(
+        (sample) => sample.sentAt > samples.at(-1)!.sentAt - 1_000 && sample.decided,
+      );
+      expect(tail.length).toBeGreaterThan(0);
+      expect(tail.every((sample) => sample.status === 429)).toBe(true);
     });
   }, 60_000);
 
