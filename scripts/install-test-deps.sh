@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages `npm test` needs that a fresh Debian machine lacks: redis-server
 # and redis-cli for every suite, Debian's chromium for the sandbox's browser test, openssl for
-# the TLS test. Run by
-# .ci/run, and by the browser test itself when chromium is missing and it runs as root.
+# the TLS test. Run by .ci/run, and by the browser test itself when chromium is missing and it
+# runs as root.
 # `--list` only prints the missing packages (nothing when all are there).
 set -euo pipefail
 
@@ -10,7 +10,6 @@ missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v redis-cli >/dev/null || missing+=(redis-tools)
 command -v chromium >/dev/null || missing+=(chromium)
-# The TLS test makes its certificate with openssl.
 command -v openssl >/dev/null || missing+=(openssl)
 
 if [[ ${1:-} == --list ]]; then
