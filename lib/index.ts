@@ -1,6 +1,7 @@
 export { RateLimitModule } from './rate-limit.module.js';
 export type { RateLimitOptionsFactory } from './rate-limit.module-definition.js';
-export { RateLimitGuard, type RoutePlan } from './rate-limit.guard.js';
+export { RateLimitGuard } from './rate-limit.guard.js';
+export { RoutePlanner, type RoutePlan, type RouteTarget } from './route-planner.js';
 export { RateLimit, SkipRateLimit } from './rate-limit.decorator.js';
 export { RateLimiter } from './rate-limiter.service.js';
 export {

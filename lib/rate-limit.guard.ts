@@ -4,52 +4,22 @@ import {
   Inject,
   Injectable,
   Logger,
-  type OnModuleInit,
+  SetMetadata,
 } from '@nestjs/common';
-import { createHash } from 'node:crypto';
-import { DiscoveryService, HttpAdapterHost, MetadataScanner, Reflector } from '@nestjs/core';
-import {
-  RATE_LIMIT_OPTIONS,
-  RATE_LIMIT_POLICIES_METADATA,
-  SKIP_RATE_LIMIT_METADATA,
-} from './rate-limit.constants.js';
+import { HttpAdapterHost } from '@nestjs/core';
+import { RATE_LIMIT_GUARD_METADATA, RATE_LIMIT_OPTIONS } from './rate-limit.constants.js';
 import {
   RateLimitExceededException,
   RateLimitUnavailableException,
   retryAfterSeconds,
 } from './rate-limit.exceptions.js';
 import type { RateLimitDecision } from './rate-limit-decision.interface.js';
-import { RateLimitConfigError } from './rate-limit-config.error.js';
-import { rateLimitHeaders, rateLimitPolicyHeader } from './rate-limit-headers.js';
-import type { RateLimitPolicy } from './rate-limit-policy.interface.js';
+import { rateLimitHeaders } from './rate-limit-headers.js';
 import { RateLimiter } from './rate-limiter.service.js';
 import type { ResolvedRateLimitOptions } from './resolved-options.js';
-import { type ResolvedPolicy, resolvePolicies } from './resolved-policy.js';
+import type { ResolvedPolicy } from './resolved-policy.js';
+import { type RoutePlan, RoutePlanner } from './route-planner.js';
 import { ThrottledLog } from './throttled-log.js';
-
-/** What the guard knows of one handler, worked out once at start-up. */
-export interface RoutePlan {
-  readonly policies: readonly ResolvedPolicy[];
-  /** Set when no policy has a cost function: the same array serves every request. */
-  readonly fixedCosts: readonly number[] | undefined;
-  /** Set when no policy has its own keyBy: the module's key serves them all. */
-  readonly sharesModuleKey: boolean;
-  /** The RateLimit-Policy header value, the same for every response. */
-  readonly policyHeader: string;
-}
-
-/** Route ids go into keys: plain ASCII and bounded, or hashed. */
-const READABLE_ROUTE = /^[\w.$-]{1,64}$/;
-
-/** A route handler or controller class, as Nest hands them over. */
-type Named = { readonly name: string };
-
-const UNLIMITED: RoutePlan = {
-  policies: [],
-  fixedCosts: [],
-  sharesModuleKey: true,
-  policyHeader: '',
-};
 
 /**
  * Applies the route's policies to every HTTP request: one store round trip, headers on
@@ -57,41 +27,24 @@ const UNLIMITED: RoutePlan = {
  * Extension points are protected methods; override the provider to change them.
  */
 @Injectable()
-export class RateLimitGuard implements CanActivate, OnModuleInit {
+@SetMetadata(RATE_LIMIT_GUARD_METADATA, true)
+export class RateLimitGuard implements CanActivate {
   protected readonly logger = new Logger('RateLimit');
   private readonly failureLog = new ThrottledLog(this.logger);
   private readonly dryRunLog = new ThrottledLog(this.logger);
-  /** By controller, then handler: an inherited handler serves several controllers. */
-  private readonly plans = new Map<Named, Map<Named, RoutePlan>>();
-  /** Route ids in use, with the controller and handler each names. */
-  private readonly routeIds = new Map<string, readonly [Named, Named]>();
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) protected readonly options: ResolvedRateLimitOptions,
     protected readonly limiter: RateLimiter,
-    protected readonly reflector: Reflector,
-    private readonly discovery: DiscoveryService,
-    private readonly metadataScanner: MetadataScanner,
+    protected readonly planner: RoutePlanner,
     private readonly adapterHost: HttpAdapterHost,
   ) {}
 
-  /** Resolves and validates every route's policies, so a mistake stops the start. */
-  onModuleInit(): void {
-    for (const wrapper of this.discovery.getControllers()) {
-      const { instance, metatype } = wrapper;
-      if (!instance || typeof metatype !== 'function') continue;
-      const prototype = Object.getPrototypeOf(instance) as Record<string, unknown>;
-      for (const method of this.metadataScanner.getAllMethodNames(prototype)) {
-        this.planFor(prototype[method] as Named, metatype as Named);
-      }
-    }
-  }
-
   async canActivate(context: ExecutionContext): Promise<boolean> {
     if (context.getType() !== 'http') return true;
-    const handler: Named = context.getHandler();
-    const controller: Named = context.getClass();
-    const plan = this.plans.get(controller)?.get(handler) ?? this.planFor(handler, controller);
+    const handler = context.getHandler();
+    const controller = context.getClass();
+    const plan = this.planner.planFor(handler, controller);
     if (plan.policies.length === 0) return true;
     if (this.options.skip && (await this.options.skip(context))) return true;
 
@@ -204,79 +157,5 @@ export class RateLimitGuard implements CanActivate, OnModuleInit {
     for (const [name, value] of Object.entries(headers)) {
       httpAdapter.setHeader(response, name, value);
     }
-  }
-
-  /**
-   * The handler's own decorators win over its controller's: its @RateLimit replaces the
-   * controller's policies (and escapes the controller's @SkipRateLimit), its
-   * @SkipRateLimit replaces the controller's.
-   */
-  private planFor(handler: Named, controller: Named): RoutePlan {
-    const metadata = <T>(key: string, target: Named) =>
-      this.reflector.get<T | undefined>(key, target as never);
-    const handlerPolicies = metadata<RateLimitPolicy[]>(RATE_LIMIT_POLICIES_METADATA, handler);
-    const declared =
-      handlerPolicies ?? metadata<RateLimitPolicy[]>(RATE_LIMIT_POLICIES_METADATA, controller);
-    const skip =
-      metadata<string[] | true>(SKIP_RATE_LIMIT_METADATA, handler) ??
-      (handlerPolicies
-        ? undefined
-        : metadata<string[] | true>(SKIP_RATE_LIMIT_METADATA, controller));
-    const label = `${controller.name}.${handler.name}`;
-    let plan = UNLIMITED;
-    if (skip !== true) {
-      const routeId = this.routeId(label, controller, handler);
-      const source = declared
-        ? { label, routeId, defaultScope: 'route' as const }
-        : {
-            label: `RateLimitModule options (for ${label})`,
-            routeId,
-            defaultScope: 'global' as const,
-          };
-      const resolved = resolvePolicies(declared ?? this.options.policies, source);
-      const unknown =
-        skip?.filter((name) => !resolved.some((policy) => policy.name === name)) ?? [];
-      if (unknown.length > 0) {
-        throw new RateLimitConfigError(
-          `Invalid @SkipRateLimit on ${label}: no policy named ${unknown.map((name) => `"${name}"`).join(', ')} applies there`,
-        );
-      }
-      const policies = resolved.filter((policy) => !skip?.includes(policy.name));
-      const costsAreFixed = policies.every((policy) => typeof policy.cost === 'number');
-      plan = {
-        policies,
-        fixedCosts: costsAreFixed ? policies.map((policy) => policy.cost as number) : undefined,
-        sharesModuleKey: policies.every((policy) => !policy.keyBy),
-        policyHeader: rateLimitPolicyHeader(
-          policies.map(({ name, limit, windowMs, maxCost }) => ({
-            policy: name,
-            limit,
-            window: windowMs,
-            capacity: maxCost,
-          })),
-        ),
-      };
-    }
-    const byHandler = this.plans.get(controller) ?? new Map<Named, RoutePlan>();
-    this.plans.set(controller, byHandler.set(handler, plan));
-    return plan;
-  }
-
-  /**
-   * Names a route in keys: `Controller.handler` when short and plain, else a hash of it;
-   * two controllers of one name (in different modules) get '~2', '~3' in discovery order.
-   */
-  private routeId(label: string, controller: Named, handler: Named): string {
-    const base = READABLE_ROUTE.test(label)
-      ? label
-      : '#' + createHash('sha256').update(label).digest('base64url').slice(0, 22);
-    let id = base;
-    for (let n = 2; ; n++) {
-      const owner = this.routeIds.get(id);
-      if (!owner || (owner[0] === controller && owner[1] === handler)) break;
-      id = `${base}~${n}`;
-    }
-    this.routeIds.set(id, [controller, handler]);
-    return id;
   }
 }

@@ -6,6 +6,7 @@ import { RateLimitGuard } from './rate-limit.guard.js';
 import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } from './rate-limit.module-definition.js';
 import type { RateLimitModuleOptions } from './rate-limit-options.interface.js';
 import { RateLimiter } from './rate-limiter.service.js';
+import { RoutePlanner } from './route-planner.js';
 import { createRedisClient, isRedisClient, type RedisClient } from './redis-connection.js';
 import { type ResolvedRateLimitOptions, resolveOptions } from './resolved-options.js';
 import { MemoryStore } from './stores/memory.store.js';
@@ -57,6 +58,7 @@ const NO_GUARD = { canActivate: () => true };
       inject: [RATE_LIMIT_OPTIONS, RATE_LIMIT_REDIS],
     },
     RateLimiter,
+    RoutePlanner,
     RateLimitGuard,
     {
       // Through the RateLimitGuard token, so overrideProvider(RateLimitGuard) replaces it here too.
@@ -67,7 +69,15 @@ const NO_GUARD = { canActivate: () => true };
     },
     { provide: APP_FILTER, useClass: RateLimitExceptionFilter },
   ],
-  exports: [RATE_LIMIT_OPTIONS, RATE_LIMIT_REDIS, RATE_LIMIT_STORE, RateLimiter, RateLimitGuard],
+  // RateLimiter and RoutePlanner: what @UseGuards(RateLimitGuard) or a subclass needs anywhere.
+  exports: [
+    RATE_LIMIT_OPTIONS,
+    RATE_LIMIT_REDIS,
+    RATE_LIMIT_STORE,
+    RateLimiter,
+    RoutePlanner,
+    RateLimitGuard,
+  ],
 })
 export class RateLimitModule extends ConfigurableModuleClass implements OnApplicationShutdown {
   constructor(

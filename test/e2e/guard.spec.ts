@@ -14,6 +14,7 @@ import {
   type AdapterKind,
   byClientHeader,
   RecordingLogger,
+  sequentially,
   type RunningApp,
   startApp,
   withApp,
@@ -158,12 +159,6 @@ class MostlyOpenController {
 
 const statuses = async (responses: Promise<Response>[]) =>
   (await Promise.all(responses)).map((r) => r.status);
-const sequentially = async (count: number, request: () => Promise<Response>) => {
-  const result: number[] = [];
-  for (let i = 0; i < count; i++) result.push((await request()).status);
-  return result;
-};
-
 let server: RedisServer;
 beforeAll(async () => {
   server = await startRedisServer();

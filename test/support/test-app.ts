@@ -54,6 +54,16 @@ export async function withApp<T>(
   }
 }
 
+/** The statuses of `count` requests made one after another. */
+export async function sequentially(
+  count: number,
+  request: () => Promise<Response>,
+): Promise<number[]> {
+  const result: number[] = [];
+  for (let i = 0; i < count; i++) result.push((await request()).status);
+  return result;
+}
+
 /** Keys clients by the `x-client` header the helpers send. */
 export const byClientHeader = (context: import('@nestjs/common').ExecutionContext): string =>
   String(

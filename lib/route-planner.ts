@@ -1,0 +1,170 @@
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { GUARDS_METADATA } from '@nestjs/common/constants.js';
+import { createHash } from 'node:crypto';
+import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import {
+  RATE_LIMIT_GUARD_METADATA,
+  RATE_LIMIT_OPTIONS,
+  RATE_LIMIT_POLICIES_METADATA,
+  SKIP_RATE_LIMIT_METADATA,
+} from './rate-limit.constants.js';
+import { RateLimitConfigError } from './rate-limit-config.error.js';
+import { rateLimitPolicyHeader } from './rate-limit-headers.js';
+import type { RateLimitPolicy } from './rate-limit-policy.interface.js';
+import type { ResolvedRateLimitOptions } from './resolved-options.js';
+import { type ResolvedPolicy, resolvePolicies } from './resolved-policy.js';
+
+/** What the guard knows of one handler, worked out once at start-up. */
+export interface RoutePlan {
+  readonly policies: readonly ResolvedPolicy[];
+  /** Set when no policy has a cost function: the same array serves every request. */
+  readonly fixedCosts: readonly number[] | undefined;
+  /** Set when no policy has its own keyBy: the module's key serves them all. */
+  readonly sharesModuleKey: boolean;
+  /** The RateLimit-Policy header value, the same for every response. */
+  readonly policyHeader: string;
+}
+
+/** A handler function or the class that holds it, as Nest hands them over. */
+export type RouteTarget = { readonly name: string };
+
+/** Route ids go into keys: plain ASCII and bounded, or hashed. */
+const READABLE_ROUTE = /^[\w.$-]{1,64}$/;
+
+const UNLIMITED: RoutePlan = {
+  policies: [],
+  fixedCosts: [],
+  sharesModuleKey: true,
+  policyHeader: '',
+};
+
+/**
+ * Works out every handler's policies when the application starts, so that a mistake stops
+ * the start and a request only looks its plan up. Injected into `RateLimitGuard`.
+ */
+@Injectable()
+export class RoutePlanner implements OnModuleInit {
+  /** By class, then handler: an inherited handler serves several classes. */
+  private readonly plans = new Map<RouteTarget, Map<RouteTarget, RoutePlan>>();
+  /** Route ids in use, with the class and handler each names. */
+  private readonly routeIds = new Map<string, readonly [RouteTarget, RouteTarget]>();
+
+  constructor(
+    @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
+    private readonly reflector: Reflector,
+    private readonly discovery: DiscoveryService,
+    private readonly metadataScanner: MetadataScanner,
+  ) {}
+
+  /** Plans every controller's handlers; a policy or skip mistake throws RateLimitConfigError. */
+  onModuleInit(): void {
+    for (const wrapper of this.discovery.getControllers()) {
+      const { instance, metatype } = wrapper;
+      if (!instance || typeof metatype !== 'function') continue;
+      const prototype = Object.getPrototypeOf(instance) as Record<string, unknown>;
+      if (this.options.guard) this.refuseSecondGuard(metatype);
+      for (const method of this.metadataScanner.getAllMethodNames(prototype)) {
+        const handler = prototype[method] as RouteTarget;
+        if (this.options.guard) this.refuseSecondGuard(metatype, handler);
+        this.planFor(handler, metatype);
+      }
+    }
+  }
+
+  /** The plan of `handler` as reached through `owner` (planned now if start-up did not see it). */
+  planFor(handler: RouteTarget, owner: RouteTarget): RoutePlan {
+    return this.plans.get(owner)?.get(handler) ?? this.plan(handler, owner);
+  }
+
+  /**
+   * The handler's own decorators win over its class's: its @RateLimit replaces the class's
+   * policies (and escapes the class's @SkipRateLimit), its @SkipRateLimit replaces the class's.
+   */
+  private plan(handler: RouteTarget, owner: RouteTarget): RoutePlan {
+    const metadata = <T>(key: string, target: RouteTarget) =>
+      this.reflector.get<T | undefined>(key, target as never);
+    const handlerPolicies = metadata<RateLimitPolicy[]>(RATE_LIMIT_POLICIES_METADATA, handler);
+    const declared =
+      handlerPolicies ?? metadata<RateLimitPolicy[]>(RATE_LIMIT_POLICIES_METADATA, owner);
+    const skip =
+      metadata<string[] | true>(SKIP_RATE_LIMIT_METADATA, handler) ??
+      (handlerPolicies ? undefined : metadata<string[] | true>(SKIP_RATE_LIMIT_METADATA, owner));
+    const label = `${owner.name}.${handler.name}`;
+    let plan = UNLIMITED;
+    if (skip !== true) {
+      const routeId = this.routeId(label, owner, handler);
+      const source = declared
+        ? { label, routeId, defaultScope: 'route' as const }
+        : {
+            label: `RateLimitModule options (for ${label})`,
+            routeId,
+            defaultScope: 'global' as const,
+          };
+      const resolved = resolvePolicies(declared ?? this.options.policies, source);
+      const unknown =
+        skip?.filter((name) => !resolved.some((policy) => policy.name === name)) ?? [];
+      if (unknown.length > 0) {
+        throw new RateLimitConfigError(
+          `Invalid @SkipRateLimit on ${label}: no policy named ${unknown.map((name) => `"${name}"`).join(', ')} applies there`,
+        );
+      }
+      const policies = resolved.filter((policy) => !skip?.includes(policy.name));
+      const costsAreFixed = policies.every((policy) => typeof policy.cost === 'number');
+      plan = {
+        policies,
+        fixedCosts: costsAreFixed ? policies.map((policy) => policy.cost as number) : undefined,
+        sharesModuleKey: policies.every((policy) => !policy.keyBy),
+        policyHeader: rateLimitPolicyHeader(
+          policies.map(({ name, limit, windowMs, maxCost }) => ({
+            policy: name,
+            limit,
+            window: windowMs,
+            capacity: maxCost,
+          })),
+        ),
+      };
+    }
+    const byHandler = this.plans.get(owner) ?? new Map<RouteTarget, RoutePlan>();
+    this.plans.set(owner, byHandler.set(handler, plan));
+    return plan;
+  }
+
+  /**
+   * Names a route in keys: `Class.handler` when short and plain, else a hash of it; two
+   * classes of one name (in different modules) get '~2', '~3' in discovery order.
+   */
+  private routeId(label: string, owner: RouteTarget, handler: RouteTarget): string {
+    const base = READABLE_ROUTE.test(label)
+      ? label
+      : '#' + createHash('sha256').update(label).digest('base64url').slice(0, 22);
+    let id = base;
+    for (let n = 2; ; n++) {
+      const taken = this.routeIds.get(id);
+      if (!taken || (taken[0] === owner && taken[1] === handler)) break;
+      id = `${base}~${n}`;
+    }
+    this.routeIds.set(id, [owner, handler]);
+    return id;
+  }
+
+  /** The global guard already limits every route: a second one would charge each request twice. */
+  private refuseSecondGuard(owner: RouteTarget, handler?: RouteTarget): void {
+    const guards = this.reflector.get<unknown[] | undefined>(
+      GUARDS_METADATA,
+      (handler ?? owner) as never,
+    );
+    const isRateLimitGuard = (guard: unknown) =>
+      guard != null &&
+      this.reflector.get<boolean | undefined>(
+        RATE_LIMIT_GUARD_METADATA,
+        (typeof guard === 'function' ? guard : guard.constructor) as never,
+      ) === true;
+    if (guards?.some(isRateLimitGuard)) {
+      const where = handler ? `${owner.name}.${handler.name}` : owner.name;
+      throw new RateLimitConfigError(
+        `@UseGuards(RateLimitGuard) on ${where}, while RateLimitModule registers the guard globally, ` +
+          'would charge every request twice: set the module option guard: false to apply the guard where you choose',
+      );
+    }
+  }
+}

@@ -1,0 +1,251 @@
+import { Controller, Get, Module, type Type, UseGuards } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import {
+  RateLimit,
+  RateLimitConfigError,
+  RateLimitGuard,
+  RateLimitModule,
+  type RateLimitModuleOptions,
+  RoutePlanner,
+  SkipRateLimit,
+} from '../../lib/index.js';
+import { RecordingLogger } from '../support/test-app.js';
+
+@Controller('reports')
+@RateLimit({ name: 'class', algorithm: 'fixed-window', limit: 3, window: '1m' })
+class ReportsController {
+  @Get()
+  inherits() {}
+
+  @Get('own')
+  @RateLimit(
+    { name: 'own', algorithm: 'token-bucket', limit: 1, window: '1m' },
+    { name: 'weighted', limit: 9, window: '1h', cost: () => 2 },
+  )
+  own() {}
+
+  @Get('skipped')
+  @SkipRateLimit()
+  skipped() {}
+
+  @Get('skip-one')
+  @SkipRateLimit('class')
+  skipOne() {}
+}
+
+@Controller('open')
+@SkipRateLimit()
+class MostlyOpenController {
+  @Get()
+  open() {}
+
+  @Get('limited')
+  @RateLimit({ limit: 1, window: '1s' })
+  limited() {}
+}
+
+@Controller('plain')
+class PlainController {
+  @Get()
+  plain() {}
+}
+
+class BaseListing {
+  @Get()
+  list() {}
+}
+
+@Controller('strict')
+@RateLimit({ limit: 1, window: '1m' })
+class StrictListingController extends BaseListing {}
+
+@Controller('loose')
+@RateLimit({ limit: 5, window: '1m' })
+class LooseListingController extends BaseListing {}
+
+@Controller('long')
+class AControllerWhoseNameIsLongEnoughThatItsRouteIdCannotStayReadable {
+  @Get()
+  @RateLimit({ limit: 1, window: '1m' })
+  handlerWithAnEquallyLongName() {}
+}
+
+/** Two controllers of one name in different modules, as in a real app's feature modules. */
+const twin = () => {
+  @Controller()
+  class TwinController {
+    @Get()
+    @RateLimit({ limit: 1, window: '1m' })
+    find() {}
+  }
+  @Module({ controllers: [TwinController] })
+  class TwinModule {}
+  return { TwinController, TwinModule };
+};
+const first = twin();
+const second = twin();
+
+@Controller('typo')
+@RateLimit({ name: 'burst', limit: 10, window: '1m' })
+class SkipTypoController {
+  @Get()
+  @SkipRateLimit('brust')
+  list() {}
+}
+
+@Controller('guarded')
+@UseGuards(RateLimitGuard)
+class GuardedController {
+  @Get()
+  @RateLimit({ limit: 1, window: '1m' })
+  find() {}
+}
+
+class OwnGuard extends RateLimitGuard {}
+
+@Controller('guarded-handler')
+class GuardedHandlerController {
+  @Get()
+  @UseGuards(OwnGuard)
+  find() {}
+}
+
+/** Starts the module's providers only (no HTTP server) and hands back the planner. */
+async function plannerFor(
+  controllers: Type[],
+  { imports = [], ...options }: RateLimitModuleOptions & { imports?: Type[] } = {},
+): Promise<{ planner: RoutePlanner; close: () => Promise<void> }> {
+  const moduleRef = await Test.createTestingModule({
+    imports: [RateLimitModule.forRoot(options), ...imports],
+    controllers,
+  })
+    .setLogger(new RecordingLogger())
+    .compile();
+  await moduleRef.init();
+  return { planner: moduleRef.get(RoutePlanner), close: () => moduleRef.close() };
+}
+
+const summary = (
+  planner: RoutePlanner,
+  controller: Type,
+  handler: keyof typeof controller.prototype,
+) => {
+  const plan = planner.planFor(controller.prototype[handler], controller);
+  return plan.policies.map(
+    (policy) => `${policy.name}${policy.keySuffix.slice(policy.name.length + 1)}`,
+  );
+};
+
+describe('RoutePlanner', () => {
+  let planner: RoutePlanner;
+  let close: () => Promise<void>;
+  beforeAll(async () => {
+    ({ planner, close } = await plannerFor(
+      [
+        ReportsController,
+        MostlyOpenController,
+        PlainController,
+        StrictListingController,
+        LooseListingController,
+        AControllerWhoseNameIsLongEnoughThatItsRouteIdCannotStayReadable,
+      ],
+      {
+        imports: [first.TwinModule, second.TwinModule],
+        policies: [{ name: 'module', limit: 100, window: '1m' }],
+      },
+    ));
+  });
+  afterAll(() => close());
+
+  it("gives a handler without @RateLimit its controller's policies, under its own route id", () => {
+    expect(summary(planner, ReportsController, 'inherits')).toEqual([
+      'class:fw:ReportsController.inherits',
+    ]);
+  });
+
+  it("lets a handler's @RateLimit replace its controller's", () => {
+    const plan = planner.planFor(ReportsController.prototype.own, ReportsController);
+    expect(summary(planner, ReportsController, 'own')).toEqual([
+      'own:tb:ReportsController.own',
+      'weighted:swc:ReportsController.own',
+    ]);
+    expect(plan.fixedCosts).toBeUndefined();
+    expect(plan.policyHeader).toBe('"own";q=1;w=60, "weighted";q=9;w=3600');
+  });
+
+  it('drops skipped policies: all with no names, the named ones otherwise', () => {
+    expect(summary(planner, ReportsController, 'skipped')).toEqual([]);
+    expect(summary(planner, ReportsController, 'skipOne')).toEqual([]);
+    expect(summary(planner, MostlyOpenController, 'open')).toEqual([]);
+  });
+
+  it("lets a handler's @RateLimit escape its controller's @SkipRateLimit", () => {
+    expect(summary(planner, MostlyOpenController, 'limited')).toEqual([
+      'default:swc:MostlyOpenController.limited',
+    ]);
+  });
+
+  it('gives undecorated handlers the module policies, shared across routes (no route id)', () => {
+    expect(summary(planner, PlainController, 'plain')).toEqual(['module:swc']);
+    const plan = planner.planFor(PlainController.prototype.plain, PlainController);
+    expect(plan).toMatchObject({ fixedCosts: [1], sharesModuleKey: true });
+  });
+
+  it('plans an inherited handler per controller', () => {
+    const strict = planner.planFor(BaseListing.prototype.list, StrictListingController);
+    const loose = planner.planFor(BaseListing.prototype.list, LooseListingController);
+    expect([strict.policies[0].limit, loose.policies[0].limit]).toEqual([1, 5]);
+    expect(strict.policies[0].keySuffix).toBe(':default:swc:StrictListingController.list');
+    expect(loose.policies[0].keySuffix).toBe(':default:swc:LooseListingController.list');
+  });
+
+  it('hashes a route id that is too long to stay readable, to a bounded one', () => {
+    const [suffix] = summary(
+      planner,
+      AControllerWhoseNameIsLongEnoughThatItsRouteIdCannotStayReadable,
+      'handlerWithAnEquallyLongName',
+    );
+    expect(suffix).toMatch(/^default:swc:#[\w-]{22}$/);
+  });
+
+  it('numbers two controllers of one name apart', () => {
+    const ids = [first, second].map(({ TwinController }) =>
+      summary(planner, TwinController, 'find'),
+    );
+    expect(ids.sort()).toEqual([
+      ['default:swc:TwinController.find'],
+      ['default:swc:TwinController.find~2'],
+    ]);
+  });
+
+  it('plans the same handler and controller to the same object every time', () => {
+    const plan = planner.planFor(ReportsController.prototype.own, ReportsController);
+    expect(planner.planFor(ReportsController.prototype.own, ReportsController)).toBe(plan);
+  });
+});
+
+describe('RoutePlanner at start-up', () => {
+  it('refuses a @SkipRateLimit naming no policy of the route', async () => {
+    const starting = plannerFor([SkipTypoController]);
+    await expect(starting).rejects.toThrow(RateLimitConfigError);
+    await expect(plannerFor([SkipTypoController])).rejects.toThrow(
+      'Invalid @SkipRateLimit on SkipTypoController.list: no policy named "brust" applies there',
+    );
+  });
+
+  it('refuses @UseGuards(RateLimitGuard) or a subclass while the module registers the guard globally', async () => {
+    await expect(plannerFor([GuardedController])).rejects.toThrow(
+      /@UseGuards\(RateLimitGuard\) on GuardedController, .* guard: false/,
+    );
+    await expect(plannerFor([GuardedHandlerController])).rejects.toThrow(
+      /on GuardedHandlerController\.find, /,
+    );
+    const { planner, close } = await plannerFor([GuardedController, GuardedHandlerController], {
+      guard: false,
+    });
+    expect(summary(planner, GuardedController, 'find')).toEqual([
+      'default:swc:GuardedController.find',
+    ]);
+    await close();
+  });
+});
