@@ -11,7 +11,8 @@ describe('AppModule under Jest (CommonJS)', () => {
 
   async function statuses(overrideGuard: boolean): Promise<number[]> {
     const builder = Test.createTestingModule({ imports: [AppModule] });
-    if (overrideGuard) builder.overrideProvider(RateLimitGuard).useValue({ canActivate: () => true });
+    if (overrideGuard)
+      builder.overrideProvider(RateLimitGuard).useValue({ canActivate: () => true });
     app = (await builder.compile()).createNestApplication({ logger: ['error', 'warn'] });
     await app.listen(0, '127.0.0.1');
     const url = `${await app.getUrl()}/limited`;

@@ -12,7 +12,8 @@ describe('AppModule under node:test (ESM)', () => {
 
   async function statuses(overrideGuard: boolean): Promise<number[]> {
     const builder = Test.createTestingModule({ imports: [AppModule] });
-    if (overrideGuard) builder.overrideProvider(RateLimitGuard).useValue({ canActivate: () => true });
+    if (overrideGuard)
+      builder.overrideProvider(RateLimitGuard).useValue({ canActivate: () => true });
     app = (await builder.compile()).createNestApplication<NestFastifyApplication>(
       new FastifyAdapter(),
       { logger: ['error', 'warn'] },

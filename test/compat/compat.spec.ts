@@ -1,0 +1,117 @@
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startRedisServer } from '../support/redis-server.js';
+import { childEnv, installFixture, packLibrary, run, startFixtureApp } from './fixture-app.js';
+
+interface Fixture {
+  readonly title: string;
+  readonly dir: string;
+  /** The `module` setting of its tsconfig.json, which builds it. */
+  readonly module: string;
+  /** Further settings, each a tsconfig.<setting>.json that type-checks without emitting. */
+  readonly typeChecks: readonly string[];
+  /** Its own test runner, given as node arguments. */
+  readonly runner: string;
+  readonly testArgs: readonly string[];
+  /** Its runner's summary when both of its tests passed. */
+  readonly passed: RegExp;
+}
+
+/**
+ * Apps as teams have them, each with its own package.json and lockfile, installing the
+ * library from its `npm pack` tarball (test/compat/<dir>).
+ */
+const FIXTURES: readonly Fixture[] = [
+  {
+    title: 'Nest 11, CommonJS, Express, ioredis 5, TypeScript 5.9',
+    dir: 'nest11-cjs-express-ioredis5',
+    module: 'commonjs',
+    typeChecks: ['node16', 'nodenext', 'bundler'],
+    runner: 'Jest (CommonJS)',
+    testArgs: ['node_modules/jest/bin/jest.js', '--ci'],
+    passed: /^Tests:\s+2 passed, 2 total$/m,
+  },
+  {
+    title: 'Nest 12, ESM, Fastify, ioredis 6, TypeScript 6.0',
+    dir: 'nest12-esm-fastify-ioredis6',
+    module: 'nodenext',
+    typeChecks: ['node16', 'bundler'],
+    runner: 'node:test (ESM)',
+    testArgs: ['--test', 'dist/test/app.e2e-spec.js'],
+    passed: /^# pass 2\n# fail 0$/m,
+  },
+];
+
+/** The fixtures' route: `@RateLimit({ limit: 3, window: '1m' })`. */
+const LIMIT = 3;
+/** Installs download from the npm registry on a fresh clone; later runs reuse them. */
+const INSTALL_TIMEOUT_MS = 10 * 60_000;
+const STEP_TIMEOUT_MS = 120_000;
+
+let tarball: Promise<string> | undefined;
+
+describe.each(FIXTURES)('compatibility: $title', (fixture) => {
+  const dir = fileURLToPath(new URL(fixture.dir, import.meta.url));
+  const tsc = (tsconfig: string) =>
+    run(process.execPath, [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', tsconfig], dir);
+
+  beforeAll(async () => {
+    tarball ??= packLibrary();
+    await installFixture(dir, await tarball);
+  }, INSTALL_TIMEOUT_MS);
+
+  it(`builds with tsc under module ${fixture.module}`, () => tsc('tsconfig.json'), STEP_TIMEOUT_MS);
+
+  it.each(fixture.typeChecks)(
+    'type-checks under module %s',
+    (setting) => tsc(`tsconfig.${setting}.json`),
+    STEP_TIMEOUT_MS,
+  );
+
+  it(
+    'boots from its build, limits a route to exactly its limit with IETF headers, fails open when Redis is killed',
+    async () => {
+      const redis = await startRedisServer();
+      const app = await startFixtureApp(dir, { REDIS_URL: redis.url });
+      try {
+        const responses: Response[] = [];
+        for (let i = 0; i <= LIMIT; i++) responses.push(await fetch(`${app.url}/limited`));
+        expect(responses.map((response) => response.status)).toEqual([200, 200, 200, 429]);
+        const [first, , , denied] = responses;
+        expect(first.headers.get('ratelimit-policy')).toBe(`"default";q=${LIMIT};w=60`);
+        expect(first.headers.get('ratelimit')).toMatch(/^"default";r=2;t=\d+$/);
+        expect(denied.headers.get('ratelimit')).toMatch(/^"default";r=0;t=\d+$/);
+        expect(Number(denied.headers.get('retry-after'))).toBeGreaterThan(0);
+
+        await redis.kill();
+        const afterKill: number[] = [];
+        for (let i = 0; i < LIMIT; i++) afterKill.push((await fetch(`${app.url}/limited`)).status);
+        // The budget is spent, so only failing open can admit these.
+        expect(afterKill).toEqual([200, 200, 200]);
+      } finally {
+        await app.stop();
+        await redis.stop();
+      }
+    },
+    STEP_TIMEOUT_MS,
+  );
+
+  it(
+    `passes its own ${fixture.runner} tests: the route limited in-process, and admitted once overrideProvider(RateLimitGuard) replaces the guard`,
+    async () => {
+      const redis = await startRedisServer();
+      try {
+        const { stdout, stderr } = await run(
+          process.execPath,
+          fixture.testArgs,
+          dir,
+          childEnv({ REDIS_URL: redis.url }),
+        );
+        expect(stdout + stderr).toMatch(fixture.passed);
+      } finally {
+        await redis.stop();
+      }
+    },
+    STEP_TIMEOUT_MS,
+  );
+});
