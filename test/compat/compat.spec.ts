@@ -1,14 +1,17 @@
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startRedisServer } from '../support/redis-server.js';
-import { childEnv, installFixture, packLibrary, run, startFixtureApp } from './fixture-app.js';
+import { childEnv, packLibrary, prepareFixture, run, startFixtureApp } from './fixture-app.js';
 
 interface Fixture {
   readonly title: string;
   readonly dir: string;
   /** The `module` setting of its tsconfig.json, which builds it. */
   readonly module: string;
-  /** Further settings, each a tsconfig.<setting>.json that type-checks without emitting. */
+  /**
+   * Further settings, each a tsconfig.<setting>.json that type-checks without emitting; node16
+   * also turns skipLibCheck off, so the package's declarations are checked against this app's
+   * Nest and ioredis types.
+   */
   readonly typeChecks: readonly string[];
   /** Its own test runner, given as node arguments. */
   readonly runner: string;
@@ -18,8 +21,8 @@ interface Fixture {
 }
 
 /**
- * Apps as teams have them, each with its own package.json and lockfile, installing the
- * library from its `npm pack` tarball (test/compat/<dir>).
+ * Apps as teams have them (test/compat/<dir>), each with its own package.json and lockfile,
+ * installing the library from its `npm pack` tarball.
  */
 const FIXTURES: readonly Fixture[] = [
   {
@@ -51,13 +54,13 @@ const STEP_TIMEOUT_MS = 120_000;
 let tarball: Promise<string> | undefined;
 
 describe.each(FIXTURES)('compatibility: $title', (fixture) => {
-  const dir = fileURLToPath(new URL(fixture.dir, import.meta.url));
+  let dir: string;
   const tsc = (tsconfig: string) =>
     run(process.execPath, [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', tsconfig], dir);
 
   beforeAll(async () => {
     tarball ??= packLibrary();
-    await installFixture(dir, await tarball);
+    dir = await prepareFixture(fixture.dir, await tarball);
   }, INSTALL_TIMEOUT_MS);
 
   it(`builds with tsc under module ${fixture.module}`, () => tsc('tsconfig.json'), STEP_TIMEOUT_MS);

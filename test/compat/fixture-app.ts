@@ -1,13 +1,30 @@
 import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 const execFileAsync = promisify(execFile);
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
+/**
+ * Fixture apps run outside the repository, so that nothing they load can resolve from the
+ * repository's own node_modules; one folder per checkout, kept between runs for its installs.
+ */
+const WORK_ROOT = join(
+  tmpdir(),
+  `nestjs-redis-rate-limiter-compat-${createHash('sha256').update(REPO).digest('hex').slice(0, 12)}`,
+);
 const BOOT_TIMEOUT_MS = 20_000;
 /** Marks a fixture's node_modules as installed from exactly this lockfile. */
 const INSTALL_STAMP = '.compat-installed-from';
@@ -50,11 +67,22 @@ export async function packLibrary(): Promise<string> {
 }
 
 /**
- * Installs a fixture app as a user would: `npm ci` from its own lockfile (skipped while
- * node_modules already matches that lockfile), then the library from its tarball, so
- * npm checks the package's peer ranges against the app's Nest and ioredis.
+ * Copies test/compat/<name> to its folder outside the repository and installs it as a user
+ * would: `npm ci` from its own lockfile (skipped while node_modules already matches that
+ * lockfile), then the library from its tarball, so npm checks the package's peer ranges
+ * against the app's Nest and ioredis. Returns the folder.
  */
-export async function installFixture(dir: string, tarball: string): Promise<void> {
+export async function prepareFixture(name: string, tarball: string): Promise<string> {
+  const source = join(REPO, 'test', 'compat', name);
+  const dir = join(WORK_ROOT, name);
+  mkdirSync(dir, { recursive: true });
+  for (const entry of readdirSync(dir)) {
+    if (entry !== 'node_modules') rmSync(join(dir, entry), { recursive: true, force: true });
+  }
+  cpSync(source, dir, {
+    recursive: true,
+    filter: (path) => !['node_modules', 'dist'].includes(basename(path)),
+  });
   const lockfile = createHash('sha256')
     .update(readFileSync(join(dir, 'package.json')))
     .update(readFileSync(join(dir, 'package-lock.json')))
@@ -65,7 +93,7 @@ export async function installFixture(dir: string, tarball: string): Promise<void
     writeFileSync(stamp, lockfile);
   }
   await run('npm', ['install', '--no-save', '--no-audit', '--no-fund', tarball], dir);
-  rmSync(join(dir, 'dist'), { recursive: true, force: true });
+  return dir;
 }
 
 export interface FixtureApp {
