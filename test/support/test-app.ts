@@ -20,16 +20,20 @@ export async function startApp(
   {
     customize = (builder) => builder,
     logger = false,
+    trustProxy = false,
   }: {
     customize?: (builder: TestingModuleBuilder) => TestingModuleBuilder;
     logger?: LoggerService | false;
+    /** Behind one proxy: the client IP comes from X-Forwarded-For (Express 'trust proxy', Fastify trustProxy). */
+    trustProxy?: boolean;
   } = {},
 ): Promise<RunningApp> {
   const moduleRef = await customize(Test.createTestingModule({ imports, controllers })).compile();
   const app =
     adapter === 'fastify'
-      ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter())
+      ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter({ trustProxy }))
       : moduleRef.createNestApplication();
+  if (adapter === 'express' && trustProxy) app.getHttpAdapter().getInstance().set('trust proxy', 1);
   app.useLogger(logger);
   await app.listen(0, '127.0.0.1');
   const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
