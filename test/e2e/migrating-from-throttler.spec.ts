@@ -4,6 +4,8 @@ import {
   RateLimitModule,
   SkipRateLimit,
   clientIp,
+  RateLimitConfigError,
+  type Algorithm,
   type RateLimitModuleOptions,
   type RateLimitOptionsFactory,
   type RateLimitPolicy,
@@ -31,6 +33,11 @@ async function statuses(running: RunningApp, path: string, count: number): Promi
 }
 
 const times = (count: number, status: number) => Array<number>(count).fill(status);
+
+const header = (context: ExecutionContext, name: string): string | undefined =>
+  context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers[
+    name
+  ];
 
 /** `{ short: 0, medium: 17 }` from `"short";r=0;t=1, "medium";r=17;t=10`. */
 function remaining(response: Response): Record<string, number> {
@@ -85,12 +92,12 @@ describe('migrating from @nestjs/throttler: the guide, checked', () => {
 
   describe('multiple definitions: short 3/1 s, medium 20/10 s, long 100/1 min', () => {
     let now = T0;
-    // Throttler's own store counts each hit for ttl ms after it: a sliding window log.
-    const policies: RateLimitPolicy[] = [
-      { name: 'short', limit: 3, window: '1s', scope: 'route', algorithm: 'sliding-window-log' },
-      { name: 'medium', limit: 20, window: '10s', scope: 'route', algorithm: 'sliding-window-log' },
-      { name: 'long', limit: 100, window: '1m', scope: 'route', algorithm: 'sliding-window-log' },
+    const named = (algorithm?: Algorithm): RateLimitPolicy[] => [
+      { name: 'short', limit: 3, window: '1s', scope: 'route', algorithm },
+      { name: 'medium', limit: 20, window: '10s', scope: 'route', algorithm },
+      { name: 'long', limit: 100, window: '1m', scope: 'route', algorithm },
     ];
+    const policies = named();
 
     it('admits a request only if all three do, and a denial costs none of them', () =>
       withApp(
@@ -107,18 +114,33 @@ describe('migrating from @nestjs/throttler: the guide, checked', () => {
             expect(denied.status).toBe(429);
             // Denied by 'short'; 'medium' and 'long' still have all they had after 3 requests.
             expect(remaining(denied)).toEqual({ short: 0, medium: 17, long: 97 });
+            expect(denied.headers.get('ratelimit-policy')).toBe(
+              '"short";q=3;w=1, "medium";q=20;w=10, "long";q=100;w=60',
+            );
           }
-          // Three a second for six more seconds reaches medium's 20 within its 10 s.
-          for (let second = 1; second <= 6; second++) {
+        },
+      ));
+
+    it("on 'sliding-window-log', throttler's way of counting, three a second reach medium's 20 in the seventh second", () =>
+      withApp(
+        startApp(
+          'express',
+          [
+            RateLimitModule.forRoot({
+              policies: named('sliding-window-log'),
+              clock: () => now,
+            }),
+          ],
+          [UsersController],
+        ),
+        async (running) => {
+          for (let second = 0; second <= 6; second++) {
             now = T0 + second * 1_000;
             const expected = second < 6 ? times(3, 200) : [200, 200, 429];
             expect(await statuses(running, '/users', 3)).toEqual(expected);
           }
           const denied = await get(running, '/users');
           expect(remaining(denied)).toEqual({ short: 1, medium: 0, long: 80 });
-          expect(denied.headers.get('ratelimit-policy')).toBe(
-            '"short";q=3;w=1, "medium";q=20;w=10, "long";q=100;w=60',
-          );
         },
       ));
 
@@ -225,8 +247,7 @@ describe('migrating from @nestjs/throttler: the guide, checked', () => {
             RateLimitModule.forRoot({
               policies: [{ limit: 2, window: '1m' }],
               keyBy: (context: ExecutionContext) =>
-                context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>()
-                  .headers['x-api-key'] ?? clientIp(context),
+                header(context, 'x-api-key') ?? clientIp(context),
             }),
           ],
           [UsersController],
@@ -290,6 +311,40 @@ describe('migrating from @nestjs/throttler: the guide, checked', () => {
         ),
     );
 
+    it('a limit that depends on the request becomes a cost: pro clients 10, others 2', () =>
+      withApp(
+        startApp(
+          'express',
+          [
+            RateLimitModule.forRoot({
+              policies: [
+                {
+                  limit: 10,
+                  window: '1h',
+                  cost: (context: ExecutionContext) =>
+                    header(context, 'x-plan') === 'pro' ? 1 : 5,
+                },
+              ],
+              keyBy: (context: ExecutionContext) => header(context, 'x-api-key') ?? 'anonymous',
+            }),
+          ],
+          [UsersController],
+        ),
+        async (running) => {
+          const as = async (key: string, plan: string, count: number) => {
+            const seen: number[] = [];
+            for (let i = 0; i < count; i++) {
+              seen.push(
+                (await get(running, '/users', { 'x-api-key': key, 'x-plan': plan })).status,
+              );
+            }
+            return seen;
+          };
+          expect(await as('pro-client', 'pro', 11)).toEqual([...times(10, 200), 429]);
+          expect(await as('free-client', 'free', 3)).toEqual([200, 200, 429]);
+        },
+      ));
+
     it("setHeaders: false is headers: 'none'; a denial still says Retry-After", () =>
       withApp(
         startApp(
@@ -316,7 +371,7 @@ describe('migrating from @nestjs/throttler: the guide, checked', () => {
           [RateLimitModule.forRoot({ policies: [resolvable] })],
           [UsersController],
         ),
-      ).rejects.toThrow(/limit/);
+      ).rejects.toThrow(RateLimitConfigError);
     });
 
     @Injectable()
