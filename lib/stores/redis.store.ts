@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import type { ResolvedPolicy } from '../resolved-policy.js';
 import { composeDecideScript } from './lua-script.js';
@@ -10,20 +11,25 @@ import type {
 } from './rate-limit-store.interface.js';
 import { STALE_DECISION } from './rate-limit-store.interface.js';
 
-/**
- * Scripts are defined on the client (EVALSHA, reloaded on NOSCRIPT) under this prefix and
- * the route's algorithms, one script per combination.
- */
-const COMMAND_PREFIX = 'nestjsRateLimit:';
-
 /** admitted, then five values per policy: allowed, remaining, reset, retry, delay; or [-1]. */
 type ScriptReply = (number | string)[];
-type DecideCommand = (...args: (string | number)[]) => Promise<ScriptReply>;
+
+const toDecision = (reply: unknown): StoreDecision => parseReply(reply as ScriptReply);
+
+/** A script composed for one combination of algorithms, with its SHA1 for EVALSHA. */
+interface DecideScript {
+  readonly lua: string;
+  readonly sha: string;
+  /** Sent with EVAL once by this store, so Redis has it cached. */
+  loaded: boolean;
+}
 
 /**
  * Decides with one EVALSHA per request, whatever the number of policies, of a script made
- * for the route's algorithms (see composeDecideScript). ioredis' defineCommand sends EVALSHA
- * and reloads the script on NOSCRIPT by itself.
+ * for the route's algorithms (see composeDecideScript): EVAL the first time, and again on
+ * NOSCRIPT, as ioredis' defineCommand does. Not defineCommand itself: an auto-pipeline copies
+ * the defined commands when it is created, so a combination first used while one was
+ * collecting commands was missing from it.
  *
  * On Redis Cluster one script may only touch one slot. Keys of one client share a hash
  * tag, so that is the rule; only policies with their own `keyBy` can put one request's
@@ -32,7 +38,7 @@ type DecideCommand = (...args: (string | number)[]) => Promise<ScriptReply>;
  */
 export class RedisStore implements RateLimitStore {
   /** By the route's algorithms, comma-joined. */
-  private readonly commands = new Map<string, DecideCommand>();
+  private readonly scripts = new Map<string, DecideScript>();
   private readonly isCluster: boolean;
 
   /** @param owned the store closes the client only if it created it */
@@ -69,7 +75,6 @@ export class RedisStore implements RateLimitStore {
   private runScript(request: DecideRequest, mode: DecisionMode): Promise<StoreDecision> {
     const { keys, policies, costs } = request;
     const args: (string | number)[] = [
-      keys.length,
       ...keys,
       mode,
       request.now ?? '',
@@ -77,27 +82,30 @@ export class RedisStore implements RateLimitStore {
       request.wantedUntil ?? '',
     ];
     for (let i = 0; i < policies.length; i++) args.push(...policies[i].scriptArgs, costs[i]);
-    return this.commandFor(policies)(...args).then(parseReply);
+    const script = this.scriptFor(policies);
+    const evaluate = () => this.client.eval(script.lua, keys.length, ...args).then(toDecision);
+    if (!script.loaded) {
+      script.loaded = true;
+      return evaluate();
+    }
+    return this.client.evalsha(script.sha, keys.length, ...args).then(toDecision, (error) => {
+      // A restart, failover or SCRIPT FLUSH empties the script cache; EVAL refills it.
+      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+      return evaluate();
+    });
   }
 
-  /** The script for these policies' algorithms, defined on the client the first time. */
-  private commandFor(policies: readonly ResolvedPolicy[]): DecideCommand {
+  /** The script for these policies' algorithms, composed the first time. */
+  private scriptFor(policies: readonly ResolvedPolicy[]): DecideScript {
     const algorithms =
       policies.length === 1 ? policies[0].algorithm : policies.map((p) => p.algorithm).join(',');
-    let command = this.commands.get(algorithms);
-    if (!command) {
-      const name = COMMAND_PREFIX + algorithms;
-      const client = this.client as unknown as Record<string, DecideCommand>;
-      // A client shared by several stores gets each script defined once.
-      if (typeof client[name] !== 'function') {
-        this.client.defineCommand(name, {
-          lua: composeDecideScript(policies.map((p) => p.algorithm)),
-        });
-      }
-      command = client[name].bind(this.client);
-      this.commands.set(algorithms, command);
+    let script = this.scripts.get(algorithms);
+    if (!script) {
+      const lua = composeDecideScript(policies.map((p) => p.algorithm));
+      script = { lua, sha: createHash('sha1').update(lua).digest('hex'), loaded: false };
+      this.scripts.set(algorithms, script);
     }
-    return command;
+    return script;
   }
 
   /**

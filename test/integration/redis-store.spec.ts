@@ -142,6 +142,19 @@ describe('Redis store', () => {
       const pairAgain = await fixture.limiter.consume('noscript', pair);
       expect(pairAgain.results.map((result) => result.remaining)).toEqual([3, 3]);
     });
+
+    it('decides the first requests of new combinations of algorithms sent in one tick', async () => {
+      // One auto-pipeline collects them all: each combination's script is new to the client.
+      const decisions = await Promise.all(
+        ALGORITHMS.map((algorithm) =>
+          fixture.limiter.consume(`first:${algorithm}`, [
+            { name: 'a', algorithm, limit: 5, window: '1m' },
+            { name: 'b', algorithm: 'fixed-window', limit: 5, window: '1h' },
+          ]),
+        ),
+      );
+      expect(decisions.map((decision) => decision.allowed)).toEqual(ALGORITHMS.map(() => true));
+    });
   });
 
   it('keeps keys of a virtual clock alive in real time long enough for a slow simulation', async () => {
