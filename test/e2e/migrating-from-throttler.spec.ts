@@ -1,11 +1,23 @@
-import { Controller, Get, Injectable, Module, Param, type ExecutionContext } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Injectable,
+  Module,
+  Param,
+  UseGuards,
+  type ExecutionContext,
+} from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
 import {
   RateLimit,
+  RateLimitExceededException,
+  RateLimitGuard,
   RateLimitModule,
   SkipRateLimit,
   clientIp,
   RateLimitConfigError,
   type Algorithm,
+  type RateLimitDecision,
   type RateLimitModuleOptions,
   type RateLimitOptionsFactory,
   type RateLimitPolicy,
@@ -86,6 +98,40 @@ describe('migrating from @nestjs/throttler: the guide, checked', () => {
           expect(await statuses(running, '/users', 6)).toEqual(times(6, 200));
           expect(await statuses(running, '/users/1', 5)).toEqual([...times(4, 200), 429]);
           expect((await get(running, '/users')).status).toBe(429);
+        },
+      ));
+  });
+
+  describe('@UseGuards(ThrottlerGuard) on some controllers only', () => {
+    @Controller('users')
+    @UseGuards(RateLimitGuard)
+    @RateLimit({ limit: 2, window: '1m' })
+    class GuardedController {
+      @Get()
+      findAll() {
+        return 'limited';
+      }
+    }
+
+    @Controller('open')
+    @RateLimit({ limit: 2, window: '1m' })
+    class UnguardedController {
+      @Get()
+      findAll() {
+        return 'no guard here';
+      }
+    }
+
+    it('is guard: false and @UseGuards(RateLimitGuard): only those routes are limited', () =>
+      withApp(
+        startApp(
+          'express',
+          [RateLimitModule.forRoot({ guard: false })],
+          [GuardedController, UnguardedController],
+        ),
+        async (running) => {
+          expect(await statuses(running, '/users', 3)).toEqual([200, 200, 429]);
+          expect(await statuses(running, '/open', 3)).toEqual(times(3, 200));
         },
       ));
   });
@@ -407,6 +453,40 @@ describe('migrating from @nestjs/throttler: the guide, checked', () => {
         expect(await statuses(running, '/users', 3)).toEqual([200, 200, 429]);
       }),
     );
+  });
+
+  describe('errorMessage', () => {
+    @Injectable()
+    class FriendlyRateLimitGuard extends RateLimitGuard {
+      protected override deny(context: ExecutionContext, decision: RateLimitDecision): never {
+        try {
+          super.deny(context, decision);
+        } catch (error) {
+          if (!(error instanceof RateLimitExceededException)) throw error;
+          throw new RateLimitExceededException('Slow down, please.', error.retryAfter);
+        }
+      }
+    }
+
+    @Module({
+      imports: [RateLimitModule.forRoot({ guard: false, policies: [{ limit: 1, window: '1m' }] })],
+      controllers: [UsersController],
+      providers: [{ provide: APP_GUARD, useClass: FriendlyRateLimitGuard }],
+    })
+    class AppModule {}
+
+    it('becomes a guard subclass overriding deny, registered as APP_GUARD with guard: false', () =>
+      withApp(startApp('express', [AppModule], []), async (running) => {
+        expect((await get(running, '/users')).status).toBe(200);
+        const denied = await get(running, '/users');
+        expect(denied.status).toBe(429);
+        expect(Number(denied.headers.get('retry-after'))).toBeGreaterThanOrEqual(59);
+        expect(denied.headers.get('ratelimit')).toMatch(/^"default";r=0;t=\d+$/);
+        expect(await denied.json()).toMatchObject({
+          statusCode: 429,
+          message: 'Slow down, please.',
+        });
+      }));
   });
 
   describe('what a denied request costs', () => {
