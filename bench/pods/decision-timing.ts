@@ -28,8 +28,12 @@ export function stampDecisionTimes(store: RateLimitStore): void {
     const startedAt = Date.now();
     const decision = await decide(request);
     const response = currentResponse.getStore();
-    response?.setHeader(DECISION_STARTED_HEADER, String(startedAt));
-    response?.setHeader(DECISION_ENDED_HEADER, String(Date.now()));
+    // A decision later than the deadline finds its response already sent under the
+    // failure mode: it stays unstamped, which is how the harness tells it from a decided one.
+    if (response && !response.headersSent) {
+      response.setHeader(DECISION_STARTED_HEADER, String(startedAt));
+      response.setHeader(DECISION_ENDED_HEADER, String(Date.now()));
+    }
     return decision;
   };
 }

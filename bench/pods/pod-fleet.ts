@@ -54,7 +54,13 @@ export interface LoadReport {
   readonly responses: readonly ResponseRecord[];
   /** Count of responses per status code. */
   readonly statuses: Readonly<Record<number, number>>;
+  /** 200s the limiter decided: its store answered in time and admitted them. */
   readonly admitted: number;
+  /**
+   * 200s no store decided: the decision failed or missed the deadline and the failure mode
+   * let them through. Counted apart, so a store that was not answering inflates no figure.
+   */
+  readonly failedOpen: number;
 }
 
 export interface PodFleet {
@@ -150,10 +156,12 @@ export async function startPodFleet(options: PodFleetOptions): Promise<PodFleet>
     await stop();
     throw failure.reason;
   }
-  return { ports: pods.map((pod) => pod.port), fire: (load) => fire(pods, load), stop };
+  // Pods stamp every response their store decided; the naive guard has no store to stamp.
+  const stamped = options.config.variant !== 'naive-redis';
+  return { ports: pods.map((pod) => pod.port), fire: (load) => fire(pods, load, stamped), stop };
 }
 
-async function fire(pods: readonly Pod[], load: LoadSpec): Promise<LoadReport> {
+async function fire(pods: readonly Pod[], load: LoadSpec, stamped: boolean): Promise<LoadReport> {
   const socketsPerPod = Math.ceil(load.concurrency / pods.length);
   for (const pod of pods) pod.agent.maxSockets = socketsPerPod;
   const responses: ResponseRecord[] = [];
@@ -166,8 +174,12 @@ async function fire(pods: readonly Pod[], load: LoadSpec): Promise<LoadReport> {
   };
   await Promise.all(Array.from({ length: load.concurrency }, worker));
   const statuses: Record<number, number> = {};
-  for (const { status } of responses) statuses[status] = (statuses[status] ?? 0) + 1;
-  return { responses, statuses, admitted: statuses[200] ?? 0 };
+  let failedOpen = 0;
+  for (const { status, decisionEndedAt } of responses) {
+    statuses[status] = (statuses[status] ?? 0) + 1;
+    if (status === 200 && stamped && decisionEndedAt === undefined) failedOpen++;
+  }
+  return { responses, statuses, admitted: (statuses[200] ?? 0) - failedOpen, failedOpen };
 }
 
 function send(pods: readonly Pod[], podIndex: number, load: LoadSpec): Promise<ResponseRecord> {

@@ -63,6 +63,7 @@ describe(`${POD_COUNT} pods sharing one Redis`, () => {
       concurrency: CONCURRENCY,
     });
     expect(report.statuses).toEqual({ 200: LIMIT, 429: REQUESTS - LIMIT });
+    expect(report).toMatchObject({ admitted: LIMIT, failedOpen: 0 });
   });
 
   it('leaky bucket admits its queue plus what drained during the run, and no more', async () => {
@@ -82,4 +83,33 @@ describe(`${POD_COUNT} pods sharing one Redis`, () => {
     expect(admitted).toBeGreaterThanOrEqual(bounds.min);
     expect(admitted).toBeLessThanOrEqual(bounds.max);
   });
+});
+
+describe('pods failing open', () => {
+  it('are reported apart: a 200 no store decided is never counted as admitted', async () => {
+    const redis = await startRedisServer();
+    const fleet = await startPodFleet({
+      pods: 2,
+      config: {
+        variant: 'library',
+        redisUrl: redis.url,
+        prefix: 'fail-open',
+        routes: routePerAlgorithm(['fixed-window'], { limit: 5, windowMs: WEEK_MS }),
+        failureMode: 'open',
+        decisionTimeoutMs: 100,
+      },
+    });
+    try {
+      const load = { route: 'fixed-window', requests: 10, concurrency: 2 };
+      const decided = await fleet.fire({ ...load, clientKey: 'up' });
+      expect(decided).toMatchObject({ admitted: 5, failedOpen: 0 });
+      await redis.stop();
+      const undecided = await fleet.fire({ ...load, clientKey: 'down' });
+      expect(undecided.statuses).toEqual({ 200: 10 });
+      expect(undecided).toMatchObject({ admitted: 0, failedOpen: 10 });
+    } finally {
+      await fleet.stop();
+      await redis.stop();
+    }
+  }, 60_000);
 });
