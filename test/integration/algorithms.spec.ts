@@ -1,4 +1,4 @@
-import type { RateLimitPolicy } from '../../lib/index.js';
+import type { RateLimitPolicy } from '../../lib/rate-limit-policy.interface.js';
 import { LimiterFixture, type StoreKind, VirtualClock } from '../support/limiters.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 

@@ -1,7 +1,11 @@
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
-import type { RateLimitModuleOptions } from '../../lib/index.js';
-import { MemoryStore, RateLimiter, RedisStore } from '../../lib/index.js';
+// Imported file by file, not through lib/index.js: mutation testing reruns the suites
+// that depend on a mutated file, and the index would make every suite depend on all of lib/.
+import type { RateLimitModuleOptions } from '../../lib/rate-limit-options.interface.js';
+import { RateLimiter } from '../../lib/rate-limiter.service.js';
+import { MemoryStore } from '../../lib/stores/memory.store.js';
+import { RedisStore } from '../../lib/stores/redis.store.js';
 import { resolveOptions } from '../../lib/resolved-options.js';
 import type { RateLimitStore } from '../../lib/stores/rate-limit-store.interface.js';
 

@@ -1,12 +1,18 @@
-import { MemoryStore } from '../../lib/index.js';
 import { resolvePolicies } from '../../lib/resolved-policy.js';
+import { MemoryStore } from '../../lib/stores/memory.store.js';
 
-const [policy] = resolvePolicies([{ algorithm: 'fixed-window', limit: 1, window: '1h' }], {
-  label: 'test',
-  defaultScope: 'global',
-});
 const consume = (store: MemoryStore, key: string, now: number | undefined, ttlFloorMs = 0) =>
-  store.decide({ mode: 'consume', keys: [key], policies: [policy], costs: [1], now, ttlFloorMs });
+  store.decide({
+    mode: 'consume',
+    keys: [key],
+    policies: resolvePolicies([{ algorithm: 'fixed-window', limit: 1, window: '1h' }], {
+      label: 'test',
+      defaultScope: 'global',
+    }),
+    costs: [1],
+    now,
+    ttlFloorMs,
+  });
 
 describe('MemoryStore sweep', () => {
   it('expires entries in real time, so a virtual clock running ahead cannot wipe live budgets', async () => {

@@ -1,4 +1,4 @@
-import { RateLimitConfigError } from '../../lib/index.js';
+import { RateLimitConfigError } from '../../lib/rate-limit-config.error.js';
 import { resolveOptions } from '../../lib/resolved-options.js';
 import { resolvePolicies } from '../../lib/resolved-policy.js';
 
