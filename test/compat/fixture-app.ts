@@ -26,6 +26,8 @@ const WORK_ROOT = join(
   `nestjs-redis-rate-limiter-compat-${createHash('sha256').update(REPO).digest('hex').slice(0, 12)}`,
 );
 const BOOT_TIMEOUT_MS = 20_000;
+/** The app itself, the same in every fixture; each fixture adds its src/http-adapter.ts. */
+const SHARED_APP = join(REPO, 'test', 'compat', 'app');
 /** Marks a fixture's node_modules as installed from exactly this lockfile. */
 const INSTALL_STAMP = '.compat-installed-from';
 
@@ -67,10 +69,10 @@ export async function packLibrary(): Promise<string> {
 }
 
 /**
- * Copies test/compat/<name> to its folder outside the repository and installs it as a user
- * would: `npm ci` from its own lockfile (skipped while node_modules already matches that
- * lockfile), then the library from its tarball, so npm checks the package's peer ranges
- * against the app's Nest and ioredis. Returns the folder.
+ * Copies test/compat/<name>, with the shared app in its src/, to its folder outside the
+ * repository and installs it as a user would: `npm ci` from its own lockfile (skipped while
+ * node_modules already matches that lockfile), then the library from its tarball, so npm
+ * checks the package's peer ranges against the app's Nest and ioredis. Returns the folder.
  */
 export async function prepareFixture(name: string, tarball: string): Promise<string> {
   const source = join(REPO, 'test', 'compat', name);
@@ -83,6 +85,7 @@ export async function prepareFixture(name: string, tarball: string): Promise<str
     recursive: true,
     filter: (path) => !['node_modules', 'dist'].includes(basename(path)),
   });
+  cpSync(SHARED_APP, join(dir, 'src'), { recursive: true });
   const lockfile = createHash('sha256')
     .update(readFileSync(join(dir, 'package.json')))
     .update(readFileSync(join(dir, 'package-lock.json')))

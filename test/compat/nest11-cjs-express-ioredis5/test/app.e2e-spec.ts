@@ -1,8 +1,8 @@
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { RateLimitGuard } from 'nestjs-redis-rate-limiter';
-import { LIMIT } from '../src/app.controller';
-import { AppModule } from '../src/app.module';
+import { LIMIT } from '../src/app.controller.js';
+import { AppModule } from '../src/app.module.js';
 
 /** Jest in CommonJS mode loads the package through its own require (the `require` build). */
 describe('AppModule under Jest (CommonJS)', () => {

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
-import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import { RateLimitGuard } from 'nestjs-redis-rate-limiter';
 import { LIMIT } from '../src/app.controller.js';
 import { AppModule } from '../src/app.module.js';
+import { httpAdapter } from '../src/http-adapter.js';
 
 describe('AppModule under node:test (ESM)', () => {
   let app: NestFastifyApplication | undefined;
@@ -14,10 +15,9 @@ describe('AppModule under node:test (ESM)', () => {
     const builder = Test.createTestingModule({ imports: [AppModule] });
     if (overrideGuard)
       builder.overrideProvider(RateLimitGuard).useValue({ canActivate: () => true });
-    app = (await builder.compile()).createNestApplication<NestFastifyApplication>(
-      new FastifyAdapter(),
-      { logger: ['error', 'warn'] },
-    );
+    app = (await builder.compile()).createNestApplication<NestFastifyApplication>(httpAdapter(), {
+      logger: ['error', 'warn'],
+    });
     await app.listen(0, '127.0.0.1');
     const url = `${await app.getUrl()}/limited`;
     const result: number[] = [];

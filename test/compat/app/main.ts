@@ -1,8 +1,9 @@
 import { NestFactory } from '@nestjs/core';
-import { AppModule } from './app.module';
+import { AppModule } from './app.module.js';
+import { httpAdapter } from './http-adapter.js';
 
 async function bootstrap(): Promise<void> {
-  const app = await NestFactory.create(AppModule, { logger: ['error', 'warn'] });
+  const app = await NestFactory.create(AppModule, httpAdapter(), { logger: ['error', 'warn'] });
   await app.listen(0, '127.0.0.1');
   console.log(`listening on ${await app.getUrl()}`);
 }

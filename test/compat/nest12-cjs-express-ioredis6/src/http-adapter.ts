@@ -1,0 +1,3 @@
+import { ExpressAdapter } from '@nestjs/platform-express';
+
+export const httpAdapter = () => new ExpressAdapter();

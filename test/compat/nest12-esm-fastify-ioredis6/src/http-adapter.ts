@@ -1,0 +1,3 @@
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+
+export const httpAdapter = () => new FastifyAdapter();
