@@ -1,0 +1,62 @@
+import { ALGORITHMS } from '../../lib/index.js';
+import { LimiterFixture } from '../support/limiters.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+
+const CLIENTS = 1_000;
+const WINDOW_MS = 60_000;
+
+/** Readable IPs, and text that must be hashed: long, braces, control bytes, broken UTF-16. */
+function clientKey(i: number): string {
+  switch (i % 4) {
+    case 0:
+      return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+    case 1:
+      return `{tag-${i}}\r\n`.repeat(50);
+    case 2:
+      return `\uD800${i}\uDFFF\u0000`;
+    default:
+      return `user-${i}@example.com`;
+  }
+}
+
+/** A flood of distinct clients leaves one key per client and policy, each short and expiring. */
+describe('a flood of distinct clients', () => {
+  let server: RedisServer;
+  let fixture: LimiterFixture;
+  beforeAll(async () => {
+    server = await startRedisServer();
+    // Thousands of decisions at once on a busy machine: the deadline is not under test here.
+    fixture = await new LimiterFixture('redis', server.url, { timeout: 30_000 }).ready();
+  });
+  afterAll(async () => {
+    await fixture?.close();
+    await server?.stop();
+  });
+
+  it('gives every key it writes an expiry within its window, and writes nothing for a peek', async () => {
+    const client = fixture.client!;
+    for (const algorithm of ALGORITHMS) {
+      const policy = { name: 'flood', algorithm, limit: 2, window: WINDOW_MS };
+      await Promise.all(
+        Array.from({ length: CLIENTS }, async (_, i) => {
+          await fixture.limiter.peek(`peek-only-${i}`, policy);
+          // Up to a denial, which writes nothing either.
+          for (let n = 0; n < 3; n++) await fixture.limiter.consume(clientKey(i), policy);
+        }),
+      );
+    }
+    // SCAN may return a key twice while the keyspace rehashes.
+    const seen = new Set<string>();
+    for await (const keys of client.scanStream({ count: 1_000 }) as AsyncIterable<string[]>) {
+      const ttls = await Promise.all(keys.map((key) => client.pttl(key)));
+      keys.forEach((key, i) => {
+        expect(Buffer.byteLength(key)).toBeLessThan(256);
+        expect(ttls[i]).toBeGreaterThan(0);
+        // A bucket holds its state for its refill time, a window for at most two windows.
+        expect(ttls[i]).toBeLessThanOrEqual(2 * WINDOW_MS);
+      });
+      for (const key of keys) seen.add(key);
+    }
+    expect(seen.size).toBe(CLIENTS * ALGORITHMS.length);
+  });
+});
