@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { RateLimit, RateLimitModule } from '../../lib/index.js';
 import { composeDecideScript } from '../../lib/stores/lua-script.js';
 import { startRedisSentinel, type RedisSentinelHandle } from '../support/redis-sentinel.js';
+import { holdPort } from '../support/free-port.js';
 import { sendRawCommand } from '../support/redis-server.js';
 import { type LoadSample, startSteadyLoad } from '../support/steady-load.js';
 import { byClientHeader, type RunningApp, startApp } from '../support/test-app.js';
@@ -83,6 +84,8 @@ describe('Redis Sentinel failover under load', () => {
     const masterOffset = await offset(sentinel.master.port);
     const killedAt = Date.now();
     await sentinel.master.kill();
+    // Another process taking the dead master's port would pass for it, to Sentinel and clients.
+    const releasePort = await holdPort(sentinel.master.port);
     // Until both apps decide on Redis again, then a little longer.
     const resumedAt = (samples: readonly LoadSample[]) =>
       samples.find((sample) => sample.sentAt > killedAt && sample.decided)?.doneAt;
@@ -92,6 +95,7 @@ describe('Redis Sentinel failover under load', () => {
     }
     await sleep(2_500);
     const results = await Promise.all(loads.map((load) => load.stop()));
+    await releasePort();
     console.log(
       `sentinel failover: the promoted replica's replication offset is ${(await offset(sentinel.replica.port)) - masterOffset} bytes past the master's just before the kill`,
     );

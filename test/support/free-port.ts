@@ -62,3 +62,19 @@ export async function freeClusterPort(exclude: ReadonlySet<number> = new Set()):
   }
   throw new Error('Could not find a free port P with P + 10000 also free');
 }
+
+/**
+ * Keeps `port` taken, so that no other process (other test runs share this machine) starts a
+ * server on it that clients would mistake for the one that left; connections are dropped
+ * at once. Resolves to the function that frees the port again.
+ */
+export function holdPort(port: number): Promise<() => Promise<void>> {
+  return new Promise((resolve, reject) => {
+    const server = createServer((socket) => socket.destroy());
+    server.unref();
+    server.once('error', reject);
+    server.listen({ host: HOST, port, exclusive: true }, () =>
+      resolve(() => new Promise((closed) => server.close(() => closed()))),
+    );
+  });
+}
