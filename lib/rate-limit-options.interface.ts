@@ -3,7 +3,7 @@ import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
 import type { RateLimitStore } from './stores/rate-limit-store.interface.js';
 
-export type FailureMode = 'open' | 'closed';
+export type FailureMode = 'open' | 'closed' | 'local';
 export type HeaderStyle = 'ietf' | 'legacy' | 'both' | 'none';
 /** `'redis'`: Redis `TIME`; `'local'`: `Date.now()`; a function: its epoch milliseconds. */
 export type ClockOption = 'redis' | 'local' | (() => number);
@@ -25,10 +25,38 @@ export interface RateLimitModuleOptions {
   prefix?: string;
   /** Applied to every route without its own `@RateLimit`; scope `'global'` by default. */
   policies?: RateLimitPolicy[];
-  /** When the store is unreachable, erroring or late: `'open'` (default) admits, `'closed'` answers 503. */
+  /**
+   * When the store is unreachable, erroring or silent: `'open'` (default) admits, `'closed'`
+   * answers 503, `'local'` (an extension) decides in this process at `1 / instances` of each
+   * limit until the store answers again.
+   */
   failureMode?: FailureMode;
-  /** Deadline for one decision in ms; default 100. */
+  /**
+   * How long the store may stay silent (nothing answered on it) before a decision fails, in
+   * ms; default 100. While answers keep arriving, a decision that is late only because this
+   * process is busy waits on, up to `maxWait`.
+   */
   timeout?: number;
+  /**
+   * The hard cap in ms on waiting for one decision while the store is answering but this
+   * process is late (its event loop busy); past it the failure mode applies. An extension.
+   * @default 1000
+   */
+  maxWait?: number;
+  /**
+   * The circuit breaker on the store: after `failures` failed decisions in a row it opens and
+   * decisions take the failure mode at once, without waiting; every `halfOpenAfter` ms one
+   * decision probes the store, and its success closes the breaker. `false` turns it off. An
+   * extension.
+   * @default { failures: 3, halfOpenAfter: 500 }
+   */
+  breaker?: false | { failures?: number; halfOpenAfter?: number };
+  /**
+   * With `failureMode: 'local'`: how many instances share the limits. Each decides locally
+   * at `floor(limit / instances)` (at least 1) of every policy, and of its burst, while the
+   * store is unavailable. Required by, and only allowed with, `'local'`. An extension.
+   */
+  instances?: number;
   /** Response headers; default `'ietf'`. */
   headers?: HeaderStyle;
   /** Who is being limited; default the client IP. */

@@ -1,12 +1,18 @@
-import { BadRequestException, Inject, Injectable } from '@nestjs/common';
+import {
+  BadRequestException,
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import { clientTag, policyKey } from './client-key.js';
-import { withDeadline } from './deadline.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_STORE } from './rate-limit.constants.js';
 import { RateLimitUnavailableException, retryAfterSeconds } from './rate-limit.exceptions.js';
 import type { RateLimitDecision } from './rate-limit-decision.interface.js';
 import type { RateLimitPolicy } from './rate-limit-policy.interface.js';
 import type { ResolvedRateLimitOptions } from './resolved-options.js';
 import { type ResolvedPolicy, resolvePolicies } from './resolved-policy.js';
+import { StoreGate } from './store-gate.js';
 import type {
   DecideRequest,
   DecisionMode,
@@ -24,8 +30,10 @@ const VIRTUAL_CLOCK_TTL_FLOOR_MS = 60_000;
  * all policies of a request. Injectable for programmatic use; the guard uses it too.
  */
 @Injectable()
-export class RateLimiter {
+export class RateLimiter implements OnApplicationShutdown {
   private readonly now: (() => number) | undefined;
+  /** Deadline, circuit breaker and local fallback in front of the store. */
+  private readonly gate: StoreGate;
   private readonly ttlFloorMs: number;
   /** Policies passed to the service are resolved once per object, not per call. */
   private readonly resolved = new WeakMap<RateLimitPolicy, ResolvedPolicy>();
@@ -37,6 +45,7 @@ export class RateLimiter {
     const { clock } = options;
     this.now = clock === 'redis' ? undefined : clock === 'local' ? Date.now : clock;
     this.ttlFloorMs = typeof clock === 'function' ? VIRTUAL_CLOCK_TTL_FLOOR_MS : 0;
+    this.gate = new StoreGate(store, options, new Logger('RateLimit'));
   }
 
   /** Charges `cost` (default: the policy's numeric cost, else 1) if every policy admits it. */
@@ -63,10 +72,7 @@ export class RateLimiter {
     const keys = this.resolve(policies).map((policy) =>
       policyKey(this.options.prefix, tag, policy.keySuffix),
     );
-    await this.askStore(
-      () => this.store.reset(keys),
-      () => undefined,
-    );
+    await this.askStore(this.gate.reset(keys), () => undefined);
   }
 
   /**
@@ -115,20 +121,17 @@ export class RateLimiter {
       now: this.now?.(),
       ttlFloorMs: this.ttlFloorMs,
     };
-    return this.askStore(
-      () => this.store.decide(request),
-      ({ allowed, verdicts }) => ({
-        allowed: allowed && !impossible,
-        results: verdicts.map((verdict, i) => ({
-          policy: policies[i].name,
-          limit: policies[i].limit,
-          window: policies[i].windowMs,
-          capacity: policies[i].maxCost,
-          ...verdict,
-          ...(costs[i] > policies[i].maxCost && { allowed: false, retryAfterMs: Infinity }),
-        })),
-      }),
-    );
+    return this.askStore(this.gate.decide(request), ({ allowed, verdicts }) => ({
+      allowed: allowed && !impossible,
+      results: verdicts.map((verdict, i) => ({
+        policy: policies[i].name,
+        limit: policies[i].limit,
+        window: policies[i].windowMs,
+        capacity: policies[i].maxCost,
+        ...verdict,
+        ...(costs[i] > policies[i].maxCost && { allowed: false, retryAfterMs: Infinity }),
+      })),
+    }));
   }
 
   private async decideFor(
@@ -155,26 +158,21 @@ export class RateLimiter {
     return list.map((policy) => this.resolved.get(policy)!);
   }
 
-  /**
-   * Runs one store call under the deadline; its failures (thrown or rejected) and late
-   * answers all become RateLimitUnavailableException.
-   */
-  private askStore<T, R>(call: () => Promise<T>, onAnswer: (answer: T) => R): Promise<R> {
-    const unavailable = (error: unknown): never => {
+  /** Releases what the gate holds (the local fallback's store). */
+  onApplicationShutdown(): Promise<void> {
+    return this.gate.close();
+  }
+
+  /** Store failures (thrown, rejected, silent or refused by the breaker) become RateLimitUnavailableException. */
+  private askStore<T, R>(pending: Promise<T>, onAnswer: (answer: T) => R): Promise<R> {
+    return pending.then(onAnswer, (error: unknown): never => {
       const reason = error instanceof Error ? error.message : String(error);
       throw new RateLimitUnavailableException(
         `Rate limit store unavailable: ${reason}`,
         retryAfterSeconds(this.options.timeout),
         error,
       );
-    };
-    let pending: Promise<T>;
-    try {
-      pending = call();
-    } catch (error) {
-      return Promise.reject(error).catch(unavailable);
-    }
-    return withDeadline(pending, this.options.timeout).then(onAnswer, unavailable);
+    });
   }
 }
 

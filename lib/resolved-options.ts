@@ -18,6 +18,11 @@ export interface ResolvedRateLimitOptions {
   readonly policies: readonly RateLimitPolicy[];
   readonly failureMode: FailureMode;
   readonly timeout: number;
+  readonly maxWait: number;
+  /** Undefined when turned off. */
+  readonly breaker: BreakerOptions | undefined;
+  /** Set with failureMode 'local' only. */
+  readonly instances: number | undefined;
   readonly headers: HeaderStyle;
   readonly keyBy: KeyResolver;
   readonly skip: ((context: ExecutionContext) => boolean | Promise<boolean>) | undefined;
@@ -26,7 +31,13 @@ export interface ResolvedRateLimitOptions {
   readonly guard: boolean;
 }
 
-const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed'];
+export interface BreakerOptions {
+  readonly failures: number;
+  readonly halfOpenAfter: number;
+}
+
+const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'local'];
+const DEFAULT_BREAKER: BreakerOptions = { failures: 3, halfOpenAfter: 500 };
 const HEADER_STYLES: readonly HeaderStyle[] = ['ietf', 'legacy', 'both', 'none'];
 /** Keys stay under 256 bytes: prefix 32 + tag 66 + name 64 + algorithm 4 + route 70. */
 const PREFIX = /^[^{}\s]{1,32}$/;
@@ -41,6 +52,7 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
     policies = [],
     failureMode = 'open',
     timeout = 100,
+    maxWait = Math.max(1_000, timeout),
     headers = 'ietf',
     clock = 'redis',
   } = options;
@@ -49,10 +61,27 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
   }
   if (!Array.isArray(policies)) throw fail('policies', 'must be an array of policies');
   if (!FAILURE_MODES.includes(failureMode)) {
-    throw fail('failureMode', `must be 'open' or 'closed' (got ${shown(failureMode)})`);
+    throw fail('failureMode', `must be 'open', 'closed' or 'local' (got ${shown(failureMode)})`);
   }
-  if (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout <= 0) {
+  if (!isPositiveMs(timeout)) {
     throw fail('timeout', `must be a positive number of ms (got ${shown(timeout)})`);
+  }
+  if (!isPositiveMs(maxWait) || maxWait < timeout) {
+    throw fail('maxWait', `must be a number of ms no smaller than timeout (got ${shown(maxWait)})`);
+  }
+  const breaker = resolveBreaker(options.breaker, fail);
+  const { instances } = options;
+  if (failureMode === 'local' && !(Number.isSafeInteger(instances) && instances! > 0)) {
+    throw fail(
+      'instances',
+      `must be a positive integer with failureMode 'local': each instance decides at limit / instances while the store is unavailable (got ${shown(instances)})`,
+    );
+  }
+  if (failureMode !== 'local' && instances !== undefined) {
+    throw fail(
+      'instances',
+      `applies to failureMode 'local' only (failureMode is '${failureMode}')`,
+    );
   }
   if (!HEADER_STYLES.includes(headers)) {
     throw fail('headers', `must be one of ${HEADER_STYLES.join(', ')} (got ${shown(headers)})`);
@@ -86,6 +115,9 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
     policies,
     failureMode,
     timeout,
+    maxWait,
+    breaker,
+    instances,
     headers,
     keyBy: options.keyBy ?? clientIp,
     skip: options.skip,
@@ -93,4 +125,30 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
     clock,
     guard: options.guard !== false,
   };
+}
+
+const isPositiveMs = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isFinite(value) && value > 0;
+
+function resolveBreaker(
+  option: RateLimitModuleOptions['breaker'],
+  fail: (field: string, problem: string) => RateLimitConfigError,
+): BreakerOptions | undefined {
+  if (option === false) return undefined;
+  if (option === undefined) return DEFAULT_BREAKER;
+  if (typeof option !== 'object' || option === null) {
+    throw fail('breaker', 'must be false or { failures?, halfOpenAfter? }');
+  }
+  const { failures = DEFAULT_BREAKER.failures, halfOpenAfter = DEFAULT_BREAKER.halfOpenAfter } =
+    option;
+  if (!Number.isSafeInteger(failures) || failures <= 0) {
+    throw fail('breaker.failures', `must be a positive integer (got ${JSON.stringify(failures)})`);
+  }
+  if (!isPositiveMs(halfOpenAfter)) {
+    throw fail(
+      'breaker.halfOpenAfter',
+      `must be a positive number of ms (got ${JSON.stringify(halfOpenAfter)})`,
+    );
+  }
+  return { failures, halfOpenAfter };
 }

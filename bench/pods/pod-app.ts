@@ -102,6 +102,7 @@ function podModule(config: PodConfig): DynamicModule {
     keyBy: clientKey,
     failureMode: config.failureMode ?? 'closed',
     timeout: config.decisionTimeoutMs ?? DECISION_TIMEOUT_MS,
+    instances: config.instances,
   });
   return { module: PodModule, imports: [rateLimits], controllers: [controller] };
 }
@@ -117,7 +118,16 @@ function readConfig(): PodConfig {
   return JSON.parse(text) as PodConfig;
 }
 
+/** Busy-waits, as a synchronous CPU-bound handler holds the event loop. */
+function blockEventLoop({ everyMs, forMs }: NonNullable<PodConfig['blockEventLoop']>): void {
+  setInterval(() => {
+    const until = performance.now() + forMs;
+    while (performance.now() < until);
+  }, everyMs).unref();
+}
+
 const config = readConfig();
+if (config.blockEventLoop) blockEventLoop(config.blockEventLoop);
 const app = await NestFactory.create(podModule(config), { logger: ['error'] });
 app.use(withResponseScope);
 if (config.variant !== 'naive-redis') stampDecisionTimes(app.get<RateLimitStore>(RATE_LIMIT_STORE));

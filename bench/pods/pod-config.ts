@@ -23,8 +23,12 @@ export interface PodConfig {
   readonly redisUrl?: string;
   readonly clock?: 'redis' | 'local';
   /** The module's `failureMode` and `timeout`; the pods default to 'closed' and 10 s. */
-  readonly failureMode?: 'open' | 'closed';
+  readonly failureMode?: 'open' | 'closed' | 'local';
   readonly decisionTimeoutMs?: number;
+  /** The module's `instances`, for failureMode 'local'. */
+  readonly instances?: number;
+  /** Blocks the pod's event loop for `forMs` every `everyMs`, as a CPU-bound handler would. */
+  readonly blockEventLoop?: { readonly everyMs: number; readonly forMs: number };
   /** Key prefix, so that runs sharing one Redis never share a budget. */
   readonly prefix: string;
   /** Route name (served at GET /limited/<name>) to its policy. */

@@ -142,6 +142,58 @@ describe('when Redis fails', () => {
     }
   });
 
+  it("local decides at this instance's share while Redis is down, with headers and 429s, and returns to Redis", async () => {
+    const logger = new RecordingLogger();
+    @Controller()
+    class SharedController {
+      @Get('shared')
+      @RateLimit({ algorithm: 'fixed-window', limit: 9, window: '1h' })
+      shared() {
+        return 'ok';
+      }
+    }
+    await withApp(
+      startApp(
+        'express',
+        [
+          RateLimitModule.forRoot({
+            redis: server.url,
+            keyBy: byClientHeader,
+            timeout: TIMEOUT_MS,
+            failureMode: 'local',
+            instances: 3,
+          }),
+        ],
+        [SharedController],
+        { logger },
+      ),
+      async (running) => {
+        expect((await running.get('/shared', 'g')).status).toBe(200);
+        await server.kill();
+        const statuses: number[] = [];
+        for (let i = 0; i < 6; i++) {
+          const response = await running.get('/shared', 'g');
+          statuses.push(response.status);
+          expect(response.headers.get('ratelimit')).not.toBeNull();
+        }
+        // 9 / 3 instances: three here, then 429s, never a 5xx.
+        expect(statuses).toEqual([200, 200, 200, 429, 429, 429]);
+        expect(logger.warnings.some((line) => line.includes('deciding locally at 1/3'))).toBe(true);
+
+        await server.restart();
+        // Back on Redis once the breaker's probe succeeds: a fresh client has 8 of 9 left there,
+        // against at most 2 of 3 in the local share.
+        let probe = 0;
+        await eventually(async () =>
+          /r=8/.test((await running.get('/shared', `probe-${probe++}`)).headers.get('ratelimit')!),
+        );
+        const back: number[] = [];
+        for (let i = 0; i < 10; i++) back.push((await running.get('/shared', 'h')).status);
+        expect(back).toEqual([...Array(9).fill(200), 429]);
+      },
+    );
+  });
+
   it('lets the service reject with RateLimitUnavailableException, leaving the choice to the caller', async () => {
     await withApp(boot({}), async (running) => {
       const limiter = running.app.get(RateLimiter);

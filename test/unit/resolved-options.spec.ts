@@ -9,6 +9,9 @@ describe('resolveOptions', () => {
       policies: [],
       failureMode: 'open',
       timeout: 100,
+      maxWait: 1_000,
+      breaker: { failures: 3, halfOpenAfter: 500 },
+      instances: undefined,
       headers: 'ietf',
       dryRun: false,
       clock: 'redis',
@@ -21,6 +24,13 @@ describe('resolveOptions', () => {
     [{ prefix: 'x'.repeat(33) }, 'prefix'],
     [{ failureMode: 'sometimes' }, 'failureMode'],
     [{ timeout: 0 }, 'timeout'],
+    [{ timeout: 200, maxWait: 150 }, 'maxWait'],
+    [{ breaker: true }, 'breaker'],
+    [{ breaker: { failures: 0 } }, 'breaker.failures'],
+    [{ breaker: { halfOpenAfter: -1 } }, 'breaker.halfOpenAfter'],
+    [{ failureMode: 'local' }, 'instances'],
+    [{ failureMode: 'local', instances: 2.5 }, 'instances'],
+    [{ failureMode: 'open', instances: 3 }, 'instances'],
     [{ headers: 'x-only' }, 'headers'],
     [{ clock: 'ntp' }, 'clock'],
     [{ keyBy: 'ip' }, 'keyBy'],
@@ -28,6 +38,19 @@ describe('resolveOptions', () => {
   ])('rejects %p naming %s', (options, field) => {
     expect(() => resolveOptions(options as never)).toThrow(RateLimitConfigError);
     expect(() => resolveOptions(options as never)).toThrow(field);
+  });
+
+  it('resolves the failure options: maxWait follows a larger timeout, the breaker can be off', () => {
+    expect(resolveOptions({ timeout: 5_000 }).maxWait).toBe(5_000);
+    expect(resolveOptions({ breaker: false }).breaker).toBeUndefined();
+    expect(resolveOptions({ breaker: { failures: 5 } }).breaker).toEqual({
+      failures: 5,
+      halfOpenAfter: 500,
+    });
+    expect(resolveOptions({ failureMode: 'local', instances: 4 })).toMatchObject({
+      failureMode: 'local',
+      instances: 4,
+    });
   });
 });
 

@@ -1,0 +1,68 @@
+import { WEEK_MS } from '../../bench/pods/pod-config.js';
+import { type PodFleet, startPodFleet } from '../../bench/pods/pod-fleet.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+
+const POD_COUNT = 3;
+const LIMIT = 30;
+const SHARE = LIMIT / POD_COUNT;
+const REQUESTS = 900;
+const CONCURRENCY = 60;
+
+/**
+ * failureMode 'local' across pods: Redis is killed while one client's requests flow; the
+ * pods then decide in-process, each at its share of the limit, and nobody gets a 5xx.
+ */
+describe(`${POD_COUNT} pods on failureMode 'local' when Redis is killed under load`, () => {
+  let redis: RedisServer;
+  let fleet: PodFleet;
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    fleet = await startPodFleet({
+      pods: POD_COUNT,
+      config: {
+        variant: 'library',
+        redisUrl: redis.url,
+        prefix: 'local',
+        failureMode: 'local',
+        instances: POD_COUNT,
+        decisionTimeoutMs: 100,
+        routes: { limited: { algorithm: 'fixed-window', limit: LIMIT, windowMs: WEEK_MS } },
+      },
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await fleet?.stop();
+    await redis?.stop();
+  });
+
+  it('each pod admits at most its share, with no 5xx', async () => {
+    const firing = fleet.fire({
+      route: 'limited',
+      clientKey: 'through-the-outage',
+      requests: REQUESTS,
+      concurrency: CONCURRENCY,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await redis.kill();
+    const report = await firing;
+
+    expect(Object.keys(report.statuses).sort()).toEqual(['200', '429']);
+    // Decisions Redis made carry the pods' decision stamps; local ones do not.
+    const admitted = report.responses.filter((response) => response.status === 200);
+    const byRedis = admitted.filter((response) => response.decisionStartedAt !== undefined);
+    expect(byRedis.length).toBeLessThanOrEqual(LIMIT);
+    const byPodLocally = Array.from(
+      { length: POD_COUNT },
+      (_, pod) =>
+        admitted.filter(
+          (response) => response.pod === pod && response.decisionStartedAt === undefined,
+        ).length,
+    );
+    // Killed under load: Redis decided some requests, each pod decided others itself.
+    expect(report.responses.some((response) => response.decisionStartedAt !== undefined)).toBe(
+      true,
+    );
+    expect(Math.min(...byPodLocally)).toBeGreaterThan(0);
+    expect(Math.max(...byPodLocally)).toBeLessThanOrEqual(SHARE);
+  }, 60_000);
+});

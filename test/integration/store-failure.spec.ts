@@ -1,0 +1,126 @@
+import { Logger } from '@nestjs/common';
+import { type RateLimitPolicy, RateLimitUnavailableException } from '../../lib/index.js';
+import { LimiterFixture } from '../support/limiters.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+
+const TIMEOUT_MS = 100;
+const POLICY: RateLimitPolicy = { algorithm: 'fixed-window', limit: 50, window: '1h' };
+
+/** Holds the event loop, as a synchronous CPU-bound handler does. */
+function blockEventLoop(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+}
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+async function timed<T>(work: Promise<T>): Promise<{ ms: number; ok: boolean }> {
+  const started = performance.now();
+  const ok = await work.then(
+    () => true,
+    () => false,
+  );
+  return { ms: performance.now() - started, ok };
+}
+
+/** The limiter on a real Redis that its own test stalls; the breaker's logs are not checked here. */
+describe('the limiter when its process is late or its store silent', () => {
+  let server: RedisServer;
+  let fixture: LimiterFixture;
+  beforeAll(() => Logger.overrideLogger(false));
+  beforeEach(async () => {
+    server = await startRedisServer();
+  });
+  afterEach(async () => {
+    await fixture?.close();
+    await server.stop();
+  });
+
+  const start = async (options = {}) => {
+    fixture = await new LimiterFixture('redis', server.url, {
+      timeout: TIMEOUT_MS,
+      ...options,
+    }).ready();
+    // The store has answered once, long before the requests under test.
+    await fixture.limiter.consume('warm-up', POLICY);
+    return fixture.limiter;
+  };
+
+  it.each([
+    ['before the requests go out', false],
+    ['while the answers wait in the socket', true],
+  ])(
+    'a loop blocked 3 deadlines long %s fails no decision and admits exactly the limit',
+    async (_when, flushFirst) => {
+      const limiter = await start();
+      const decisions = Array.from({ length: 200 }, () => limiter.consume('blocked', POLICY));
+      if (flushFirst) await nextTurn();
+      blockEventLoop(3 * TIMEOUT_MS);
+      const settled = await Promise.allSettled(decisions);
+      const admitted = settled.filter(
+        (result) => result.status === 'fulfilled' && result.value.allowed,
+      );
+      expect(settled.filter((result) => result.status === 'rejected')).toEqual([]);
+      expect(admitted).toHaveLength(50);
+    },
+  );
+
+  it('a silent store fails a decision after the deadline, however busy the loop is meanwhile', async () => {
+    const limiter = await start();
+    await server.pause(2_000);
+    const decision = timed(limiter.consume('silent', POLICY));
+    await nextTurn();
+    blockEventLoop(TIMEOUT_MS / 2);
+    const { ms, ok } = await decision;
+    expect(ok).toBe(false);
+    expect(ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 1);
+    expect(ms).toBeLessThan(TIMEOUT_MS + 150);
+    await expect(limiter.consume('silent', POLICY)).rejects.toBeInstanceOf(
+      RateLimitUnavailableException,
+    );
+  });
+
+  it('a hung store costs one deadline per probe interval, and the breaker closes when it answers', async () => {
+    const limiter = await start({ breaker: { failures: 3, halfOpenAfter: 400 } });
+    const stallMs = 2_000;
+    await server.pause(stallMs);
+    const stalledAt = performance.now();
+    const during: { ms: number; ok: boolean }[] = [];
+    while (performance.now() - stalledAt < stallMs - 2 * TIMEOUT_MS) {
+      during.push(await timed(limiter.consume('hung', POLICY)));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(during.every((decision) => !decision.ok)).toBe(true);
+    const waited = during.filter((decision) => decision.ms >= TIMEOUT_MS / 2);
+    // Three failures open it; after that one probe per 400 ms of a 1.8 s stall.
+    expect(waited.length).toBeGreaterThanOrEqual(3);
+    expect(waited.length).toBeLessThanOrEqual(3 + Math.ceil(stallMs / 400));
+    expect(during.length - waited.length).toBeGreaterThan(50);
+    // Refused at once, not after a deadline.
+    const refused = during.filter((decision) => decision.ms < TIMEOUT_MS / 2);
+    expect(Math.max(...refused.map((decision) => decision.ms))).toBeLessThan(20);
+
+    // Back: the next probe (at most 400 ms on) closes the breaker, and decisions flow again.
+    await new Promise((resolve) => setTimeout(resolve, stallMs - (performance.now() - stalledAt)));
+    const backAt = performance.now();
+    let answered = false;
+    while (!answered && performance.now() - backAt < 2_000) {
+      answered = (await timed(limiter.consume('hung', POLICY))).ok;
+      if (!answered) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(answered).toBe(true);
+    expect(performance.now() - backAt).toBeLessThan(400 + 2 * TIMEOUT_MS + 200);
+    const after = await Promise.all(
+      Array.from({ length: 5 }, () => timed(limiter.consume('hung', POLICY))),
+    );
+    expect(after.every((decision) => decision.ok)).toBe(true);
+  });
+
+  it('without the breaker, every decision on a hung store waits out the deadline', async () => {
+    const limiter = await start({ breaker: false });
+    await server.pause(1_000);
+    const during: { ms: number; ok: boolean }[] = [];
+    for (let i = 0; i < 5; i++) during.push(await timed(limiter.consume('unbroken', POLICY)));
+    expect(during.every((decision) => !decision.ok && decision.ms >= TIMEOUT_MS - 1)).toBe(true);
+  });
+});
