@@ -54,4 +54,10 @@ export interface RateLimitStore {
   reset(keys: readonly string[]): Promise<void>;
   /** Releases what the store owns (timers, connections it created). */
   close(): Promise<void>;
+  /**
+   * Optional: the store's real clock now, epoch ms (Redis TIME), by which `wantedUntil` is
+   * judged. The limiter samples it every few seconds to learn the store's offset from this
+   * process; a store without it gets no `wantedUntil`.
+   */
+  time?(): Promise<number>;
 }

@@ -71,6 +71,17 @@ export class RedisStore implements RateLimitStore {
     if (this.owned) this.client.disconnect();
   }
 
+  /**
+   * Redis TIME in whole ms. Refused on a Cluster: its nodes each have their own clock, and
+   * one sample could not say which one a decision will meet.
+   */
+  async time(): Promise<number> {
+    if (this.isCluster) throw new Error('a Redis Cluster has no single clock');
+    this.assertConnected();
+    const [seconds, micros] = await this.client.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  }
+
   /** One atomic EVALSHA deciding every policy of `request` (all its keys in one slot). */
   private runScript(request: DecideRequest, mode: DecisionMode): Promise<StoreDecision> {
     const { keys, policies, costs } = request;
