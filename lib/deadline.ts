@@ -6,8 +6,12 @@ export class DeadlineExceededError extends Error {
 /** A check later than this share of the timeout finds the process too busy to judge the store. */
 const LATE_CHECK = 0.25;
 
+/** The span over which the longest recent flush delay is remembered, in ms. */
+const LAG_SPAN_MS = 1_000;
+
 /** The requests started in one turn of the event loop, and when they went out. */
 interface SendBatch {
+  readonly openedAt: number;
   sentAt: number;
 }
 
@@ -20,9 +24,19 @@ interface SendBatch {
 export class SilenceMeter {
   private lastAnswerAt = -Infinity;
   private batch: SendBatch | undefined;
+  /** The longest delay from asking to sending in this span and the previous one. */
+  private lag = { spanStart: 0, current: 0, previous: 0 };
   private readonly stamp = (): void => {
-    this.batch!.sentAt = performance.now();
+    const batch = this.batch!;
+    batch.sentAt = performance.now();
     this.batch = undefined;
+    const { lag } = this;
+    if (batch.sentAt - lag.spanStart > LAG_SPAN_MS) {
+      lag.previous = batch.sentAt - lag.spanStart > 2 * LAG_SPAN_MS ? 0 : lag.current;
+      lag.current = 0;
+      lag.spanStart = batch.sentAt;
+    }
+    lag.current = Math.max(lag.current, batch.sentAt - batch.openedAt);
   };
 
   /**
@@ -31,10 +45,18 @@ export class SilenceMeter {
    */
   sending(): SendBatch {
     if (!this.batch) {
-      this.batch = { sentAt: Infinity };
+      this.batch = { openedAt: performance.now(), sentAt: Infinity };
       setImmediate(this.stamp);
     }
     return this.batch;
+  }
+
+  /**
+   * How long requests recently waited in this process before going out: a busy event loop
+   * reaches the auto-pipeline's flush late. Zero on an idle process.
+   */
+  recentSendDelay(): number {
+    return Math.max(this.lag.current, this.lag.previous);
   }
 
   /** Any answer is a sign of life, even one that comes after its deadline. */
@@ -48,27 +70,34 @@ export class SilenceMeter {
   }
 }
 
+/** In ms: `patience` before the first check, then `timeout` of silence, or `maxWait` in all. */
+export interface DeadlineLimits {
+  readonly patience: number;
+  readonly timeout: number;
+  readonly maxWait: number;
+}
+
 /**
  * Settles with `work`, or rejects once the store is silent for `timeout` ms (see
- * SilenceMeter), as seen by a check that ran on time, or once `maxWait` ms have passed.
- * While answers keep arriving, or while this process is too late to judge (its own check
- * ran late), the request waits on, so an overloaded pod does not mistake its own lag, or
- * the whole machine's, for a failed store. This is the limiter's own
- * deadline, whatever retry or offline-queue settings the Redis client was given. Written out
- * rather than with Promise.race: it runs on every request, and this allocates less.
+ * SilenceMeter), as seen by a check that ran on time, or once `maxWait` ms have passed;
+ * never before `patience` ms (at least `timeout`), the time until which the answer is
+ * wanted. While answers keep arriving, or while this process is too late to judge (its own
+ * check ran late), the request waits on, so an overloaded pod does not mistake its own lag,
+ * or the whole machine's, for a failed store. This is the limiter's own deadline, whatever
+ * retry or offline-queue settings the Redis client was given. Written out rather than with
+ * Promise.race: it runs on every request, and this allocates less.
  */
 export function withDeadline<T>(
   work: Promise<T>,
-  timeout: number,
-  maxWait: number,
+  { patience, timeout, maxWait }: DeadlineLimits,
   meter: SilenceMeter,
+  startedAt = performance.now(),
 ): Promise<T> {
   const batch = meter.sending();
   return new Promise<T>((resolve, reject) => {
-    const startedAt = performance.now();
     let settled = false;
     let timer: NodeJS.Timeout;
-    let due = startedAt + timeout;
+    let due = startedAt + patience;
     const check = (): void => {
       if (settled) return;
       const now = performance.now();
@@ -94,7 +123,7 @@ export function withDeadline<T>(
     // When a timer fires, answers may already be waiting in the socket: a busy event loop
     // runs timers before it reads I/O. setImmediate lets that read happen first.
     const expire = (): void => void setImmediate(check);
-    timer = setTimeout(expire, timeout);
+    timer = setTimeout(expire, patience);
     work.then(
       (value) => {
         meter.heard();

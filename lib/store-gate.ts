@@ -1,7 +1,13 @@
 import type { Logger } from '@nestjs/common';
 import { type BreakerPass, CircuitBreaker } from './circuit-breaker.js';
-import { SilenceMeter, withDeadline } from './deadline.js';
+import {
+  DeadlineExceededError,
+  type DeadlineLimits,
+  SilenceMeter,
+  withDeadline,
+} from './deadline.js';
 import { LocalFallback } from './local-fallback.js';
+import { StoreClock } from './store-clock.js';
 import type { ResolvedRateLimitOptions } from './resolved-options.js';
 import type {
   DecideRequest,
@@ -26,6 +32,8 @@ export class StoreGate {
   private lastFailure = '';
   private readonly breaker: CircuitBreaker | undefined;
   private readonly local: LocalFallback | undefined;
+  /** Set when the store can tell its time: then decisions carry `wantedUntil`. */
+  private readonly clock: StoreClock | undefined;
   private readonly localLog: ThrottledLog;
 
   constructor(
@@ -36,29 +44,84 @@ export class StoreGate {
     const { breaker, instances } = options;
     this.breaker = breaker && new CircuitBreaker(breaker, (open) => this.reportBreaker(open));
     this.local = instances === undefined ? undefined : new LocalFallback(instances);
+    this.clock = store.time && new StoreClock(() => store.time!());
     this.localLog = new ThrottledLog(logger);
   }
 
   decide(request: DecideRequest): Promise<StoreDecision> {
-    return this.ask(
-      () => this.store.decide(request),
-      this.local && ((error) => this.decideLocally(request, error)),
-    );
+    return this.attempt(request, performance.now(), this.options.maxWait);
   }
 
   async reset(keys: readonly string[]): Promise<void> {
     await this.local?.reset(keys);
-    await this.ask(() => this.store.reset(keys), undefined);
+    const { timeout, maxWait } = this.options;
+    await this.ask(() => this.store.reset(keys), {
+      wait: { patience: timeout, timeout, maxWait },
+      askedAt: performance.now(),
+    });
   }
 
   close(): Promise<void> {
     return this.local?.close() ?? Promise.resolve();
   }
 
+  /**
+   * One try at a decision. It is wanted until `patience` ms from now: the deadline plus how
+   * late this process has lately been in sending; the deadline never gives up before then,
+   * and the store, told so as `wantedUntil`, charges nothing after then.
+   */
+  private attempt(
+    request: DecideRequest,
+    askedAt: number,
+    maxWait: number,
+  ): Promise<StoreDecision> {
+    const { timeout } = this.options;
+    const patience = Math.min(maxWait, timeout + this.silence.recentSendDelay());
+    const wantedUntil = this.clock?.at(askedAt + patience);
+    const asked = wantedUntil === undefined ? request : { ...request, wantedUntil };
+    const fallBack = this.local && ((error: unknown) => this.decideLocally(request, error));
+    return this.ask(() => this.store.decide(asked), {
+      wait: { patience, timeout, maxWait },
+      askedAt,
+      fallBack,
+      onAnswer: (decision) =>
+        decision.stale ? this.retryStale(request, askedAt, patience, maxWait) : decision,
+    });
+  }
+
+  /**
+   * A stale answer charged nothing: the script ran after the decision stopped being wanted,
+   * yet this process still waits (it was the late one). Ask again within what is left of
+   * maxWait. Stale though it came back in time, it proves the store's clock moved.
+   */
+  private retryStale(
+    request: DecideRequest,
+    askedAt: number,
+    patience: number,
+    maxWait: number,
+  ): Promise<StoreDecision> {
+    const now = performance.now();
+    if (now < askedAt + patience) this.clock?.forget();
+    const left = maxWait - (now - askedAt);
+    if (left > 0) return this.attempt(request, now, left);
+    const error = new DeadlineExceededError(`no answer in time within maxWait ${maxWait} ms`);
+    return this.local ? this.decideLocally(request, error) : Promise.reject(error);
+  }
+
   /** Asks the store through the breaker and the deadline; a failure goes to `fallBack`, if any. */
   private ask<T>(
     call: () => Promise<T>,
-    fallBack: ((error: unknown) => Promise<T>) | undefined,
+    {
+      wait,
+      askedAt,
+      fallBack,
+      onAnswer,
+    }: {
+      wait: DeadlineLimits;
+      askedAt: number;
+      fallBack?: (error: unknown) => Promise<T>;
+      onAnswer?: (answer: T) => T | Promise<T>;
+    },
   ): Promise<T> {
     const fail = (error: unknown): Promise<T> =>
       fallBack ? fallBack(error) : Promise.reject(error);
@@ -72,11 +135,10 @@ export class StoreGate {
     } catch (error) {
       pending = Promise.reject(error);
     }
-    const { timeout, maxWait } = this.options;
-    return withDeadline(pending, timeout, maxWait, this.silence).then(
+    return withDeadline(pending, wait, this.silence, askedAt).then(
       (answer) => {
         this.breaker?.succeeded();
-        return answer;
+        return onAnswer ? onAnswer(answer) : answer;
       },
       (error: unknown) => {
         this.lastFailure = error instanceof Error ? error.message : String(error);

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import { type RateLimitPolicy, RateLimitUnavailableException } from '../../lib/index.js';
 import { LimiterFixture } from '../support/limiters.js';
@@ -123,4 +124,32 @@ describe('the limiter when its process is late or its store silent', () => {
     for (let i = 0; i < 5; i++) during.push(await timed(limiter.consume('unbroken', POLICY)));
     expect(during.every((decision) => !decision.ok && decision.ms >= TIMEOUT_MS - 1)).toBe(true);
   });
+
+  it.each([-30_000, 30_000])(
+    'with the wall clock %i ms off, fresh decisions stay fresh and abandoned ones are not charged',
+    async (skewMs) => {
+      const realNow = Date.now.bind(Date);
+      const skewed = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs);
+      try {
+        const limiter = await start({ breaker: false });
+        const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 10, window: '1h' };
+        const fresh = await Promise.all(
+          Array.from({ length: 20 }, () => limiter.consume('skewed', policy)),
+        );
+        expect(fresh.filter((decision) => decision.allowed)).toHaveLength(10);
+
+        // Stalled past the deadline: the app gives up on these, and they run on wake.
+        await server.pause(1_000);
+        const abandoned = await Promise.allSettled(
+          Array.from({ length: 20 }, () => limiter.consume('abandoned', policy)),
+        );
+        expect(abandoned.every((result) => result.status === 'rejected')).toBe(true);
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        const after = await limiter.consume('abandoned', policy);
+        expect(after.results[0].remaining).toBe(9);
+      } finally {
+        skewed.mockRestore();
+      }
+    },
+  );
 });
