@@ -1,6 +1,7 @@
 import { Controller, Get } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { RateLimit, RateLimitModule } from '../../lib/index.js';
+import { RateLimit } from '../../lib/rate-limit.decorator.js';
+import { RateLimitModule } from '../../lib/rate-limit.module.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import { byClientHeader, type RunningApp, startApp, withApp } from '../support/test-app.js';
 

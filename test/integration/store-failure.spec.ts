@@ -1,6 +1,7 @@
 import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import { type RateLimitPolicy, RateLimitUnavailableException } from '../../lib/index.js';
+import { RateLimitUnavailableException } from '../../lib/rate-limit.exceptions.js';
+import type { RateLimitPolicy } from '../../lib/rate-limit-policy.interface.js';
 import { LimiterFixture } from '../support/limiters.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 
