@@ -1,5 +1,6 @@
 import { Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, DiscoveryModule } from '@nestjs/core';
+import { otherCopiesLoaded } from './package-copies.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_REDIS, RATE_LIMIT_STORE } from './rate-limit.constants.js';
 import { RateLimitExceptionFilter } from './rate-limit.filter.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
@@ -85,6 +86,13 @@ export class RateLimitModule extends ConfigurableModuleClass implements OnApplic
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
   ) {
     super();
+    if (otherCopiesLoaded()) {
+      logger.warn(
+        'nestjs-redis-rate-limiter is loaded more than once in this process (imported and ' +
+          'required, or two versions installed). Each copy has its own classes and injection ' +
+          "tokens, so one copy's providers cannot inject the other's: load it one way.",
+      );
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {

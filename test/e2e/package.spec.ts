@@ -42,6 +42,36 @@ describe('published package', () => {
     );
   });
 
+  /** Boots an app on the imported package, having also required it if asked; returns its log. */
+  async function bootLog(alsoRequire: boolean): Promise<string> {
+    const script = `
+      import { createRequire } from 'node:module';
+      import { Module } from '@nestjs/common';
+      import { NestFactory } from '@nestjs/core';
+      const { RateLimitModule } = await import('nestjs-redis-rate-limiter');
+      if (process.env.ALSO_REQUIRE) createRequire(import.meta.url)('nestjs-redis-rate-limiter');
+      class AppModule {}
+      Module({ imports: [RateLimitModule.forRoot({})] })(AppModule);
+      const app = await NestFactory.create(AppModule, { logger: ['warn'] });
+      await app.init();
+      await app.close();`;
+    const env = { ...process.env, NO_COLOR: '1', ALSO_REQUIRE: alsoRequire ? '1' : '' };
+    const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', script], {
+      env,
+    });
+    return stdout + stderr;
+  }
+
+  it('warns at start when one process loads it through both import and require() (the dual-package hazard)', async () => {
+    const once = await bootLog(false);
+    const twice = await bootLog(true);
+    // Both booted: the module's start-up warning about the embedded store is there.
+    expect(once).toMatch(/embedded in-process store/);
+    expect(twice).toMatch(/embedded in-process store/);
+    expect(once).not.toMatch(/loaded more than once/);
+    expect(twice).toMatch(/nestjs-redis-rate-limiter is loaded more than once in this process/);
+  });
+
   it('packs both builds (dist/cjs marked CommonJS) and lua/, and nothing of test/ or sample/', async () => {
     const { stdout } = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts']);
     const files: string[] = JSON.parse(stdout)[0].files.map((file: { path: string }) => file.path);
