@@ -20,7 +20,7 @@ const toDecision = (reply: unknown): StoreDecision => parseReply(reply as Script
 interface DecideScript {
   readonly lua: string;
   readonly sha: string;
-  /** Sent with EVAL once by this store, so Redis has it cached. */
+  /** Sent with EVAL on the current connection, so that server has it cached. */
   loaded: boolean;
 }
 
@@ -49,7 +49,16 @@ export class RedisStore implements RateLimitStore {
     // A lazyConnect client would otherwise never connect: fast failure sends it no command.
     if (client.status === 'wait') client.connect().catch(() => undefined);
     this.isCluster = client.isCluster;
+    client.on('ready', this.forgetLoadedScripts);
   }
+
+  /**
+   * A new connection may reach a server without the scripts (a restart, a failover): its first
+   * call sends EVAL, as ioredis does per socket, rather than paying a NOSCRIPT round trip.
+   */
+  private readonly forgetLoadedScripts = (): void => {
+    for (const script of this.scripts.values()) script.loaded = false;
+  };
 
   /** Not async: on the hot path every promise layer counts. May throw while disconnected. */
   decide(request: DecideRequest): Promise<StoreDecision> {
@@ -68,6 +77,7 @@ export class RedisStore implements RateLimitStore {
   }
 
   async close(): Promise<void> {
+    this.client.off('ready', this.forgetLoadedScripts);
     if (this.owned) this.client.disconnect();
   }
 
