@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ExecutionContext } from '@nestjs/common';
 import { isIPv6 } from 'node:net';
+import { clientAddress } from './transports.js';
 
 /** Client keys kept readable in Redis; anything else is hashed. No '{', '}' or '#' can pass. */
 const READABLE_KEY = /^[A-Za-z0-9._:@/=+-]{1,64}$/;
@@ -53,10 +54,11 @@ function ipv6Groups(ip: string): number[] {
   return [...headGroups, ...zeros, ...tailGroups];
 }
 
-/** The default `keyBy`: the client IP as the HTTP adapter resolves it under its trust-proxy setting. */
+/**
+ * The default `keyBy`: the client IP as the HTTP adapter resolves it under its trust-proxy
+ * setting (for HTTP and GraphQL), else the peer address of the WebSocket or TCP socket;
+ * 'unknown' where the transport has no client address (a broker, say).
+ */
 export function clientIp(context: ExecutionContext): string {
-  const request = context
-    .switchToHttp()
-    .getRequest<{ ip?: string; socket?: { remoteAddress?: string } }>();
-  return normalizeIp(request.ip ?? request.socket?.remoteAddress ?? 'unknown');
+  return normalizeIp(clientAddress(context) ?? 'unknown');
 }

@@ -13,6 +13,11 @@ export { RateLimitExceptionFilter } from './rate-limit.filter.js';
 export { RateLimitConfigError } from './rate-limit-config.error.js';
 export { rateLimitHeaders } from './rate-limit-headers.js';
 export { clientIp } from './client-key.js';
+export {
+  RATE_LIMITED,
+  RATE_LIMIT_UNAVAILABLE,
+  type RateLimitContextType,
+} from './transports.js';
 export { RATE_LIMIT_OPTIONS, RATE_LIMIT_REDIS, RATE_LIMIT_STORE } from './rate-limit.constants.js';
 export {
   ALGORITHMS,

@@ -2,6 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
 import type { RateLimitStore } from './stores/rate-limit-store.interface.js';
+import type { RateLimitContextType } from './transports.js';
 
 export type FailureMode = 'open' | 'closed' | 'local';
 export type HeaderStyle = 'ietf' | 'legacy' | 'both' | 'none';
@@ -69,4 +70,11 @@ export interface RateLimitModuleOptions {
   clock?: ClockOption;
   /** Register `RateLimitGuard` as a global guard; default true. */
   guard?: boolean;
+  /**
+   * The kinds of handler the guard limits, by `ExecutionContext.getType()`: `'http'`
+   * routes, `'graphql'` resolvers, `'ws'` gateway handlers, `'rpc'` microservice handlers.
+   * Handlers of other types pass unlimited.
+   * @default ['http', 'graphql', 'ws', 'rpc']
+   */
+  contextTypes?: RateLimitContextType[];
 }

@@ -1,6 +1,7 @@
 import {
   type CanActivate,
   type ExecutionContext,
+  HttpException,
   Inject,
   Injectable,
   Logger,
@@ -20,11 +21,13 @@ import type { ResolvedRateLimitOptions } from './resolved-options.js';
 import type { ResolvedPolicy } from './resolved-policy.js';
 import { type RoutePlan, RoutePlanner } from './route-planner.js';
 import { ThrottledLog } from './throttled-log.js';
+import { responseOf, transportError } from './transports.js';
 
 /**
- * Applies the route's policies to every HTTP request: one store round trip, headers on
- * the response, 429 when denied, and the failure mode when the store is down or late.
- * Extension points are protected methods; override the provider to change them.
+ * Applies the handler's policies to every request (HTTP, GraphQL, WebSocket, microservice,
+ * as the `contextTypes` option says): one store round trip, headers on the HTTP response,
+ * a denial in the transport's idiom, and the failure mode when the store is down or late.
+ * Extension points are protected methods; override the provider or subclass it to change them.
  */
 @Injectable()
 @SetMetadata(RATE_LIMIT_GUARD_METADATA, true)
@@ -32,16 +35,30 @@ export class RateLimitGuard implements CanActivate {
   protected readonly logger = new Logger('RateLimit');
   private readonly failureLog = new ThrottledLog(this.logger);
   private readonly dryRunLog = new ThrottledLog(this.logger);
+  private readonly contextTypes: ReadonlySet<string>;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) protected readonly options: ResolvedRateLimitOptions,
     protected readonly limiter: RateLimiter,
     protected readonly planner: RoutePlanner,
     private readonly adapterHost: HttpAdapterHost,
-  ) {}
+  ) {
+    this.contextTypes = new Set(options.contextTypes);
+  }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    if (context.getType() !== 'http') return true;
+    const type = context.getType<string>();
+    if (!this.contextTypes.has(type)) return true;
+    if (type === 'http') return this.limit(context);
+    try {
+      return await this.limit(context);
+    } catch (error) {
+      throw error instanceof HttpException ? await this.toTransportError(context, error) : error;
+    }
+  }
+
+  /** Decides the request and applies the decision; throws the HTTP exception that answers it. */
+  private async limit(context: ExecutionContext): Promise<boolean> {
     const handler = context.getHandler();
     const controller = context.getClass();
     const plan = this.planner.planFor(handler, controller);
@@ -136,13 +153,30 @@ export class RateLimitGuard implements CanActivate {
     );
   }
 
+  /**
+   * The HTTP response that carries the headers, or undefined when the transport has none
+   * (WebSocket and microservice messages). For GraphQL: the response of the HTTP request
+   * behind the operation (Express' `req.res`, or a `res` or `reply` in the GraphQL context).
+   * Override to give a transport of your own headers.
+   */
+  protected getResponse(context: ExecutionContext): unknown {
+    return responseOf(context);
+  }
+
+  /**
+   * What a non-HTTP client receives for the 429, 503 or 400 the guard answers: a GraphQL
+   * error with `extensions.code` ('RATE_LIMITED', 'RATE_LIMIT_UNAVAILABLE', 'BAD_REQUEST')
+   * and `retryAfter`; a `WsException` or `RpcException` of `{ status: 'error', code, message,
+   * retryAfter }`. Override to answer a transport of your own in its idiom.
+   */
+  protected toTransportError(context: ExecutionContext, exception: HttpException): Promise<Error> {
+    return transportError(context, exception);
+  }
+
   /** Set by the guard itself, so it survives an app-wide exception filter of the user's. */
   private setRetryAfter(context: ExecutionContext, seconds: number): void {
-    this.adapterHost.httpAdapter.setHeader(
-      context.switchToHttp().getResponse(),
-      'Retry-After',
-      String(seconds),
-    );
+    const response = this.getResponse(context);
+    if (response) this.adapterHost.httpAdapter.setHeader(response, 'Retry-After', String(seconds));
   }
 
   private setHeaders(
@@ -151,7 +185,8 @@ export class RateLimitGuard implements CanActivate {
     plan: RoutePlan,
   ): void {
     if (this.options.headers === 'none') return;
-    const response: unknown = context.switchToHttp().getResponse();
+    const response = this.getResponse(context);
+    if (!response) return;
     const { httpAdapter } = this.adapterHost;
     const headers = rateLimitHeaders(decision, this.options.headers, plan.policyHeader);
     for (const [name, value] of Object.entries(headers)) {

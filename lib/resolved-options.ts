@@ -9,6 +9,7 @@ import type {
 } from './rate-limit-options.interface.js';
 import type { KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
 import { resolvePolicies } from './resolved-policy.js';
+import { CONTEXT_TYPES, type RateLimitContextType } from './transports.js';
 
 /** Module options with every default filled in and every field checked (`RATE_LIMIT_OPTIONS`). */
 export interface ResolvedRateLimitOptions {
@@ -29,6 +30,7 @@ export interface ResolvedRateLimitOptions {
   readonly dryRun: boolean;
   readonly clock: ClockOption;
   readonly guard: boolean;
+  readonly contextTypes: readonly RateLimitContextType[];
 }
 
 export interface BreakerOptions {
@@ -55,6 +57,7 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
     maxWait = Math.max(1_000, timeout),
     headers = 'ietf',
     clock = 'redis',
+    contextTypes = CONTEXT_TYPES,
   } = options;
   if (typeof prefix !== 'string' || !PREFIX.test(prefix) || Buffer.byteLength(prefix) > 32) {
     throw fail('prefix', `must be 1-32 bytes without braces or spaces (got ${shown(prefix)})`);
@@ -106,6 +109,15 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
       throw fail(field, 'must be a function');
     }
   }
+  if (
+    !Array.isArray(contextTypes) ||
+    !contextTypes.every((type) => typeof type === 'string' && type !== '')
+  ) {
+    throw fail(
+      'contextTypes',
+      `must be an array of context types such as ${CONTEXT_TYPES.map((type) => `'${type}'`).join(', ')} (got ${shown(contextTypes)})`,
+    );
+  }
   // Validated now so a mistake stops the start; routes resolve them again with their own ids.
   resolvePolicies(policies, { label: 'RateLimitModule options', defaultScope: 'global' });
   return {
@@ -124,6 +136,7 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
     dryRun: options.dryRun === true,
     clock,
     guard: options.guard !== false,
+    contextTypes,
   };
 }
 

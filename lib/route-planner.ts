@@ -56,24 +56,41 @@ export class RoutePlanner implements OnModuleInit {
     private readonly metadataScanner: MetadataScanner,
   ) {}
 
-  /** Plans every controller's handlers; a policy or skip mistake throws RateLimitConfigError. */
+  /**
+   * Plans every controller's handlers, and those of providers that carry the decorators
+   * (GraphQL resolvers, WebSocket gateways); a mistake throws RateLimitConfigError.
+   */
   onModuleInit(): void {
-    for (const wrapper of this.discovery.getControllers()) {
-      const { instance, metatype } = wrapper;
-      if (!instance || typeof metatype !== 'function') continue;
-      const prototype = Object.getPrototypeOf(instance) as Record<string, unknown>;
-      if (this.options.guard) this.refuseSecondGuard(metatype);
-      for (const method of this.metadataScanner.getAllMethodNames(prototype)) {
-        const handler = prototype[method] as RouteTarget;
-        if (this.options.guard) this.refuseSecondGuard(metatype, handler);
-        this.planFor(handler, metatype);
-      }
-    }
+    for (const wrapper of this.discovery.getControllers()) this.planClass(wrapper, true);
+    for (const wrapper of this.discovery.getProviders()) this.planClass(wrapper, false);
   }
 
   /** The plan of `handler` as reached through `owner` (planned now if start-up did not see it). */
   planFor(handler: RouteTarget, owner: RouteTarget): RoutePlan {
     return this.plans.get(owner)?.get(handler) ?? this.plan(handler, owner);
+  }
+
+  private planClass(
+    { instance, metatype }: { instance: unknown; metatype: unknown },
+    always: boolean,
+  ): void {
+    // Factory and value providers have no class of their own to plan.
+    if (!instance || typeof metatype !== 'function') return;
+    const prototype = Object.getPrototypeOf(instance) as Record<string, unknown>;
+    if (prototype !== metatype.prototype) return;
+    const handlers = this.metadataScanner
+      .getAllMethodNames(prototype)
+      .map((method) => prototype[method] as RouteTarget);
+    if (this.options.guard) {
+      this.refuseSecondGuard(metatype);
+      for (const handler of handlers) this.refuseSecondGuard(metatype, handler);
+    }
+    const decorated = (target: RouteTarget) =>
+      [RATE_LIMIT_POLICIES_METADATA, SKIP_RATE_LIMIT_METADATA].some(
+        (key) => this.reflector.get(key, target as never) !== undefined,
+      );
+    if (!always && !decorated(metatype) && !handlers.some(decorated)) return;
+    for (const handler of handlers) this.planFor(handler, metatype);
   }
 
   /**
