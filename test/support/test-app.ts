@@ -21,11 +21,14 @@ export async function startApp(
     customize = (builder) => builder,
     logger = false,
     trustProxy = false,
+    configure,
   }: {
     customize?: (builder: TestingModuleBuilder) => TestingModuleBuilder;
     logger?: LoggerService | false;
     /** Behind one proxy: the client IP comes from X-Forwarded-For (Express 'trust proxy', Fastify trustProxy). */
     trustProxy?: boolean;
+    /** Runs before the app listens, e.g. to choose its WebSocket adapter. */
+    configure?: (app: INestApplication) => void;
   } = {},
 ): Promise<RunningApp> {
   const moduleRef = await customize(Test.createTestingModule({ imports, controllers })).compile();
@@ -35,6 +38,7 @@ export async function startApp(
       : moduleRef.createNestApplication();
   if (adapter === 'express' && trustProxy) app.getHttpAdapter().getInstance().set('trust proxy', 1);
   app.useLogger(logger);
+  configure?.(app);
   await app.listen(0, '127.0.0.1');
   const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
   return {
