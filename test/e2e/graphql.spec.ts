@@ -1,5 +1,5 @@
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import { ConsoleLogger, type DynamicModule, Module } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import { GraphQLModule, Mutation, Query, Resolver } from '@nestjs/graphql';
 import { MercuriusDriver, type MercuriusDriverConfig } from '@nestjs/mercurius';
 import {
@@ -67,6 +67,16 @@ const drivers: [string, AdapterKind, () => DynamicModule][] = [
     () => GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true }),
   ],
   [
+    'Apollo on Fastify, the reply in the context',
+    'fastify',
+    () =>
+      GraphQLModule.forRoot<ApolloDriverConfig>({
+        driver: ApolloDriver,
+        autoSchemaFile: true,
+        context: (request: unknown, reply: unknown) => ({ req: request, reply }),
+      }),
+  ],
+  [
     'Mercurius on Fastify',
     'fastify',
     () =>
@@ -99,7 +109,6 @@ describe.each(drivers)('GraphQL with %s', (_name, adapter, graphQLModule) => {
         BooksModule,
       ],
       [],
-      { logger: process.env.DEBUG_NEST ? new ConsoleLogger() : false },
     );
 
   describe('limiting', () => {

@@ -1,0 +1,153 @@
+import { Controller } from '@nestjs/common';
+import {
+  ClientProxyFactory,
+  type ClientProxy,
+  MessagePattern,
+  type MicroserviceOptions,
+  Payload,
+  Transport,
+} from '@nestjs/microservices';
+import { Test } from '@nestjs/testing';
+import { firstValueFrom } from 'rxjs';
+import {
+  MemoryStore,
+  RateLimit,
+  RateLimitModule,
+  type RateLimitModuleOptions,
+  type RateLimitStore,
+} from '../../lib/index.js';
+import { freePort } from '../support/free-port.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+
+@Controller()
+class PingController {
+  @MessagePattern('ping')
+  @RateLimit({ algorithm: 'fixed-window', limit: 2, window: '1m' })
+  ping(@Payload() data: string) {
+    return `pong ${data}`;
+  }
+
+  @MessagePattern('echo')
+  echo(@Payload() data: string) {
+    return data;
+  }
+}
+
+interface RunningService {
+  /** Sends a message through a real TCP client; resolves to its reply or its error. */
+  send(pattern: string, data: string): Promise<{ reply?: unknown; error?: unknown }>;
+  close(): Promise<void>;
+}
+
+/** A standalone TCP microservice on a free port of 127.0.0.1, and a client connected to it. */
+async function startService(options: RateLimitModuleOptions): Promise<RunningService> {
+  const moduleRef = await Test.createTestingModule({
+    imports: [RateLimitModule.forRoot(options)],
+    controllers: [PingController],
+  }).compile();
+  const port = await freePort();
+  const app = moduleRef.createNestMicroservice<MicroserviceOptions>({
+    transport: Transport.TCP,
+    options: { host: '127.0.0.1', port },
+  });
+  app.useLogger(false);
+  await app.listen();
+  const client: ClientProxy = ClientProxyFactory.create({
+    transport: Transport.TCP,
+    options: { host: '127.0.0.1', port },
+  });
+  await client.connect();
+  return {
+    send: (pattern, data) =>
+      firstValueFrom(client.send(pattern, data)).then(
+        (reply: unknown) => ({ reply }),
+        (error: unknown) => ({ error }),
+      ),
+    close: async () => {
+      await client.close();
+      await app.close();
+    },
+  };
+}
+
+let server: RedisServer;
+beforeAll(async () => {
+  server = await startRedisServer();
+});
+afterAll(() => server.stop());
+
+let services = 0;
+describe('microservice message handlers over TCP', () => {
+  const boot = (options: RateLimitModuleOptions = {}) =>
+    startService({ redis: server.url, prefix: `rpc-${++services}-${Date.now()}`, ...options });
+
+  it('limits a message handler to its limit, then answers an RpcException with code and retryAfter', async () => {
+    const service = await boot();
+    try {
+      expect(await service.send('ping', 'a')).toEqual({ reply: 'pong a' });
+      expect(await service.send('ping', 'b')).toEqual({ reply: 'pong b' });
+      const denied = await service.send('ping', 'c');
+      expect(denied).toEqual({
+        error: {
+          status: 'error',
+          code: 'RATE_LIMITED',
+          message: expect.stringContaining('Rate limit exceeded ("default")'),
+          retryAfter: expect.any(Number),
+        },
+      });
+      const { retryAfter } = denied.error as { retryAfter: number };
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(60);
+      expect(await service.send('echo', 'unlimited')).toEqual({ reply: 'unlimited' });
+    } finally {
+      await service.close();
+    }
+  });
+
+  it("keys the client by its TCP connection's remote address", async () => {
+    const inner = new MemoryStore();
+    const seen: string[] = [];
+    const store: RateLimitStore = {
+      decide: (request) => (seen.push(...request.keys), inner.decide(request)),
+      reset: (keys) => inner.reset(keys),
+      close: () => inner.close(),
+    };
+    const service = await boot({ store });
+    try {
+      await service.send('ping', 'a');
+      expect(seen).toEqual([
+        expect.stringMatching(/^rpc-\d+-\d+:\{127\.0\.0\.1\}:default:.*:PingController\.ping$/),
+      ]);
+    } finally {
+      await service.close();
+      await inner.close();
+    }
+  });
+
+  it('fails open or closed as over HTTP when Redis is down', async () => {
+    const failing = await startRedisServer();
+    const open = await boot({ redis: failing.url });
+    const closed = await boot({ redis: failing.url, failureMode: 'closed' });
+    try {
+      await failing.kill();
+      expect(await open.send('ping', 'a')).toEqual({ reply: 'pong a' });
+      expect(await closed.send('ping', 'a')).toEqual({
+        error: expect.objectContaining({ code: 'RATE_LIMIT_UNAVAILABLE', retryAfter: 1 }),
+      });
+    } finally {
+      await Promise.all([open.close(), closed.close()]);
+      await failing.stop();
+    }
+  });
+
+  it("leaves message handlers alone when contextTypes does not include 'rpc'", async () => {
+    const service = await boot({ contextTypes: ['http'] });
+    try {
+      for (const data of ['a', 'b', 'c']) {
+        expect(await service.send('ping', data)).toEqual({ reply: `pong ${data}` });
+      }
+    } finally {
+      await service.close();
+    }
+  });
+});
