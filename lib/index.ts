@@ -6,6 +6,7 @@ export { RateLimit, SkipRateLimit } from './rate-limit.decorator.js';
 export { RateLimiter } from './rate-limiter.service.js';
 export {
   RateLimitExceededException,
+  RateLimitHttpException,
   RateLimitUnavailableException,
   type RateLimitErrorBody,
 } from './rate-limit.exceptions.js';
@@ -13,11 +14,7 @@ export { RateLimitExceptionFilter } from './rate-limit.filter.js';
 export { RateLimitConfigError } from './rate-limit-config.error.js';
 export { rateLimitHeaders } from './rate-limit-headers.js';
 export { clientIp } from './client-key.js';
-export {
-  RATE_LIMITED,
-  RATE_LIMIT_UNAVAILABLE,
-  type RateLimitContextType,
-} from './transports.js';
+export { RATE_LIMITED, RATE_LIMIT_UNAVAILABLE, type RateLimitContextType } from './transports.js';
 export { RATE_LIMIT_OPTIONS, RATE_LIMIT_REDIS, RATE_LIMIT_STORE } from './rate-limit.constants.js';
 export {
   ALGORITHMS,
@@ -33,8 +30,10 @@ export type {
 } from './rate-limit-options.interface.js';
 export type { PolicyResult, RateLimitDecision } from './rate-limit-decision.interface.js';
 export type { ResolvedRateLimitOptions } from './resolved-options.js';
+export type { CostResolver, ResolvedPolicy } from './resolved-policy.js';
 export type {
   DecideRequest,
+  DecisionMode,
   PolicyVerdict,
   RateLimitStore,
   StoreDecision,

@@ -4,7 +4,9 @@ import type { KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface
 import type { RateLimitStore } from './stores/rate-limit-store.interface.js';
 import type { RateLimitContextType } from './transports.js';
 
+/** What the guard does when the store is unreachable, erroring or silent. */
 export type FailureMode = 'open' | 'closed' | 'local';
+/** Which rate-limit response headers the guard sets. */
 export type HeaderStyle = 'ietf' | 'legacy' | 'both' | 'none';
 /** `'redis'`: Redis `TIME`; `'local'`: `Date.now()`; a function: its epoch milliseconds. */
 export type ClockOption = 'redis' | 'local' | (() => number);
@@ -13,29 +15,41 @@ export type ClockOption = 'redis' | 'local' | (() => number);
 export interface RateLimitModuleOptions {
   /**
    * A URL or ioredis options (the module creates, connects and closes that client), or a
-   * client you own (never closed by the module). Omitted: the embedded in-process store.
+   * `Redis` / `Cluster` client you own (never closed by the module). Omitted (and no
+   * `store`): the embedded in-process store, with a start-up warning that limits are per
+   * process.
+   * @default undefined
    */
   redis?: string | RedisOptions | Redis | Cluster;
   /**
-   * A store of your own (Valkey functions, a Redis module, an instrumented wrapper): used
-   * instead of `redis` and the embedded store, and never closed by the module. An extension
-   * of the contract.
+   * A store of your own (Valkey functions, a Redis module, an instrumented wrapper), used
+   * instead of `redis` and the embedded store, and never closed by the module.
+   * @default undefined
    */
   store?: RateLimitStore;
-  /** First part of every Redis key; default `'rl'`. */
+  /**
+   * First part of every Redis key: 1-32 bytes, no braces or spaces.
+   * @default 'rl'
+   */
   prefix?: string;
-  /** Applied to every route without its own `@RateLimit`; scope `'global'` by default. */
+  /**
+   * Applied to every handler without its own `@RateLimit`; their scope defaults to
+   * `'global'`, one budget per client shared by all those handlers.
+   * @default []
+   */
   policies?: RateLimitPolicy[];
   /**
-   * When the store is unreachable, erroring or silent: `'open'` (default) admits, `'closed'`
-   * answers 503, `'local'` (an extension) decides in this process at `1 / instances` of each
-   * limit until the store answers again.
+   * When the store is unreachable, erroring or silent: `'open'` admits (and warns at most
+   * every 5 s), `'closed'` answers 503 with `Retry-After`, `'local'` (an extension) decides in
+   * this process at `1 / instances` of each limit until the store answers again.
+   * @default 'open'
    */
   failureMode?: FailureMode;
   /**
    * How long the store may stay silent (nothing answered on it) before a decision fails, in
-   * ms; default 100. While answers keep arriving, a decision that is late only because this
-   * process is busy waits on, up to `maxWait`.
+   * ms. While answers keep arriving, a decision that is late only because this process is
+   * busy waits on, up to `maxWait`.
+   * @default 100
    */
   timeout?: number;
   /**
@@ -56,19 +70,42 @@ export interface RateLimitModuleOptions {
    * With `failureMode: 'local'`: how many instances share the limits. Each decides locally
    * at `floor(limit / instances)` (at least 1) of every policy, and of its burst, while the
    * store is unavailable. Required by, and only allowed with, `'local'`. An extension.
+   * @default undefined
    */
   instances?: number;
-  /** Response headers; default `'ietf'`. */
+  /**
+   * Response headers: IETF `RateLimit` / `RateLimit-Policy`, legacy `X-RateLimit-*`, both, or
+   * none.
+   * @default 'ietf'
+   */
   headers?: HeaderStyle;
-  /** Who is being limited; default the client IP. */
+  /**
+   * Who is being limited: requests that map to the same string share a budget.
+   * @default clientIp (the client IP under the HTTP adapter's trust-proxy setting, or the
+   * socket's peer address)
+   */
   keyBy?: KeyResolver;
-  /** Returns true for requests that are not limited. */
+  /**
+   * Returns true for requests that are not limited.
+   * @default undefined (every request is limited)
+   */
   skip?: (context: ExecutionContext) => boolean | Promise<boolean>;
-  /** Decide, count, log and set headers, but never block. */
+  /**
+   * Shadow mode: decide, count, log would-be denials and set headers, but never block.
+   * @default false
+   */
   dryRun?: boolean;
-  /** Where time comes from; default `'redis'`. */
+  /**
+   * Where time comes from: Redis `TIME` (no app-server clock skew), `Date.now()`, or a
+   * function returning epoch ms (virtual clocks).
+   * @default 'redis'
+   */
   clock?: ClockOption;
-  /** Register `RateLimitGuard` as a global guard; default true. */
+  /**
+   * Register `RateLimitGuard` as a global guard. With `false`, apply it with
+   * `@UseGuards(RateLimitGuard)` or register a subclass as `APP_GUARD`.
+   * @default true
+   */
   guard?: boolean;
   /**
    * The kinds of handler the guard limits, by `ExecutionContext.getType()`: `'http'`

@@ -15,24 +15,36 @@ export type KeyResolver = (context: ExecutionContext) => string | Promise<string
 
 /** One budget: how much a client may do per window, and how that is counted. */
 export interface RateLimitPolicy {
-  /** Default `'default'`; unique per route; shows in keys and headers. */
+  /**
+   * Unique per handler; shows in keys and headers (1-64 of `A-Za-z0-9_.-`).
+   * @default 'default'
+   */
   name?: string;
-  /** Default `'sliding-window-counter'`. */
+  /** @default 'sliding-window-counter' */
   algorithm?: Algorithm;
-  /** Positive integer: requests per window, or bucket capacity. */
+  /** Positive integer: requests per window, or the bucket's refill per window. */
   limit: number;
   /** Milliseconds, or a duration such as `'250ms'`, `'10s'`, `'1m'`, `'1h'`, `'1d'`. */
   window: number | string;
-  /** Token-bucket capacity / leaky-bucket queue size; default `limit`. */
+  /**
+   * Token-bucket capacity / leaky-bucket queue size (ignored by the window algorithms).
+   * @default limit
+   */
   burst?: number;
-  /** What one request costs; default 1. */
+  /**
+   * What one request costs: a positive integer, or a function of the request.
+   * @default 1
+   */
   cost?: number | ((context: ExecutionContext) => number | Promise<number>);
-  /** Overrides the module's `keyBy` for this policy. */
+  /**
+   * Who is limited under this policy, instead of the module's `keyBy`.
+   * @default the module's keyBy
+   */
   keyBy?: KeyResolver;
   /**
-   * `'route'` (default in decorators): a budget per route and client.
-   * `'global'` (default in module policies): one budget per policy name and client, shared
-   * by every route that uses the policy.
+   * `'route'`: a budget per handler and client. `'global'`: one budget per policy name and
+   * client, shared by every handler that uses the policy.
+   * @default 'route' in decorators, 'global' in module policies
    */
   scope?: 'route' | 'global';
 }

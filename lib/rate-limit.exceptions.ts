@@ -9,7 +9,8 @@ export interface RateLimitErrorBody {
   retryAfter: number;
 }
 
-abstract class RateLimitHttpException extends HttpException {
+/** The limiter's 429 and 503: an `HttpException` carrying `retryAfter`. */
+export abstract class RateLimitHttpException extends HttpException {
   /** @param retryAfter whole seconds (at least 1), sent as Retry-After and in the body */
   protected constructor(
     status: HttpStatus,
