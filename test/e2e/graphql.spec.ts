@@ -3,13 +3,12 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { GraphQLModule, Mutation, Query, Resolver } from '@nestjs/graphql';
 import { MercuriusDriver, type MercuriusDriverConfig } from '@nestjs/mercurius';
 import {
-  MemoryStore,
   RateLimit,
   RateLimitModule,
   type RateLimitModuleOptions,
-  type RateLimitStore,
   SkipRateLimit,
 } from '../../lib/index.js';
+import { KeyRecordingStore, withRedisDown } from '../support/limiters.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import { type AdapterKind, type RunningApp, startApp } from '../support/test-app.js';
 
@@ -168,31 +167,21 @@ describe.each(drivers)('GraphQL with %s', (_name, adapter, graphQLModule) => {
   });
 
   it('keys the client by the IP of the HTTP request that carried the operation', async () => {
-    const inner = new MemoryStore();
-    const seen: string[] = [];
-    const store: RateLimitStore = {
-      decide: (request) => (seen.push(...request.keys), inner.decide(request)),
-      reset: (keys) => inner.reset(keys),
-      close: () => inner.close(),
-    };
+    const store = new KeyRecordingStore();
     const running = await boot({ store });
     try {
       await graphql(running, '{ book }');
-      expect(seen).toEqual([
+      expect(store.keys).toEqual([
         expect.stringMatching(/^gql-\d+-\d+:\{127\.0\.0\.1\}:default:.*:BooksResolver\.book$/),
       ]);
     } finally {
       await running.close();
-      await inner.close();
+      await store.close();
     }
   });
 
   it('fails open or closed as over HTTP when Redis is down', async () => {
-    const failing = await startRedisServer();
-    const open = await boot({ redis: failing.url });
-    const closed = await boot({ redis: failing.url, failureMode: 'closed' });
-    try {
-      await failing.kill();
+    await withRedisDown(boot, async (open, closed) => {
       expect((await graphql(open, '{ book }')).data).toEqual({ book: 'Dune' });
       const unavailable = await graphql(closed, '{ book }');
       expect(unavailable.data).toEqual({ book: null });
@@ -201,10 +190,7 @@ describe.each(drivers)('GraphQL with %s', (_name, adapter, graphQLModule) => {
         retryAfter: 1,
       });
       expect(unavailable.headers.get('retry-after')).toBe('1');
-    } finally {
-      await Promise.all([open.close(), closed.close()]);
-      await failing.stop();
-    }
+    });
   });
 
   it("leaves resolvers alone when contextTypes does not include 'graphql'", async () => {

@@ -9,14 +9,9 @@ import {
 } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
-import {
-  MemoryStore,
-  RateLimit,
-  RateLimitModule,
-  type RateLimitModuleOptions,
-  type RateLimitStore,
-} from '../../lib/index.js';
+import { RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
 import { freePort } from '../support/free-port.js';
+import { KeyRecordingStore, withRedisDown } from '../support/limiters.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 
 @Controller()
@@ -105,39 +100,26 @@ describe('microservice message handlers over TCP', () => {
   });
 
   it("keys the client by its TCP connection's remote address", async () => {
-    const inner = new MemoryStore();
-    const seen: string[] = [];
-    const store: RateLimitStore = {
-      decide: (request) => (seen.push(...request.keys), inner.decide(request)),
-      reset: (keys) => inner.reset(keys),
-      close: () => inner.close(),
-    };
+    const store = new KeyRecordingStore();
     const service = await boot({ store });
     try {
       await service.send('ping', 'a');
-      expect(seen).toEqual([
+      expect(store.keys).toEqual([
         expect.stringMatching(/^rpc-\d+-\d+:\{127\.0\.0\.1\}:default:.*:PingController\.ping$/),
       ]);
     } finally {
       await service.close();
-      await inner.close();
+      await store.close();
     }
   });
 
   it('fails open or closed as over HTTP when Redis is down', async () => {
-    const failing = await startRedisServer();
-    const open = await boot({ redis: failing.url });
-    const closed = await boot({ redis: failing.url, failureMode: 'closed' });
-    try {
-      await failing.kill();
+    await withRedisDown(boot, async (open, closed) => {
       expect(await open.send('ping', 'a')).toEqual({ reply: 'pong a' });
       expect(await closed.send('ping', 'a')).toEqual({
         error: expect.objectContaining({ code: 'RATE_LIMIT_UNAVAILABLE', retryAfter: 1 }),
       });
-    } finally {
-      await Promise.all([open.close(), closed.close()]);
-      await failing.stop();
-    }
+    });
   });
 
   it("leaves message handlers alone when contextTypes does not include 'rpc'", async () => {

@@ -5,13 +5,8 @@ import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websock
 import { once } from 'node:events';
 import { io } from 'socket.io-client';
 import { WebSocket } from 'ws';
-import {
-  MemoryStore,
-  RateLimit,
-  RateLimitModule,
-  type RateLimitModuleOptions,
-  type RateLimitStore,
-} from '../../lib/index.js';
+import { RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
+import { KeyRecordingStore, withRedisDown } from '../support/limiters.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import { type RunningApp, startApp } from '../support/test-app.js';
 
@@ -157,33 +152,23 @@ describe.each(transports)('WebSocket gateway on %s', (_name, adapter, connect) =
   });
 
   it("keys the client by its socket's remote address", async () => {
-    const inner = new MemoryStore();
-    const seen: string[] = [];
-    const store: RateLimitStore = {
-      decide: (request) => (seen.push(...request.keys), inner.decide(request)),
-      reset: (keys) => inner.reset(keys),
-      close: () => inner.close(),
-    };
+    const store = new KeyRecordingStore();
     const running = await boot({ store });
     try {
       await session(running, async (client) => {
         await client.call('ping', 'a');
       });
-      expect(seen).toEqual([
+      expect(store.keys).toEqual([
         expect.stringMatching(/^ws-\d+-\d+:\{127\.0\.0\.1\}:default:.*:ChatGateway\.ping$/),
       ]);
     } finally {
       await running.close();
-      await inner.close();
+      await store.close();
     }
   });
 
   it('fails open or closed as over HTTP when Redis is down', async () => {
-    const failing = await startRedisServer();
-    const open = await boot({ redis: failing.url });
-    const closed = await boot({ redis: failing.url, failureMode: 'closed' });
-    try {
-      await failing.kill();
+    await withRedisDown(boot, async (open, closed) => {
       await session(open, async (client) => {
         expect(await client.call('ping', 'a')).toEqual({ event: 'pong', data: 'a' });
       });
@@ -193,10 +178,7 @@ describe.each(transports)('WebSocket gateway on %s', (_name, adapter, connect) =
           data: expect.objectContaining({ code: 'RATE_LIMIT_UNAVAILABLE', retryAfter: 1 }),
         });
       });
-    } finally {
-      await Promise.all([open.close(), closed.close()]);
-      await failing.stop();
-    }
+    });
   });
 
   it("leaves gateways alone when contextTypes does not include 'ws'", async () => {

@@ -7,7 +7,12 @@ import { RateLimiter } from '../../lib/rate-limiter.service.js';
 import { MemoryStore } from '../../lib/stores/memory.store.js';
 import { RedisStore } from '../../lib/stores/redis.store.js';
 import { resolveOptions } from '../../lib/resolved-options.js';
-import type { RateLimitStore } from '../../lib/stores/rate-limit-store.interface.js';
+import type {
+  DecideRequest,
+  RateLimitStore,
+  StoreDecision,
+} from '../../lib/stores/rate-limit-store.interface.js';
+import { startRedisServer } from './redis-server.js';
 
 export type StoreKind = 'redis' | 'memory';
 
@@ -44,5 +49,42 @@ export class LimiterFixture {
 
   close(): Promise<void> {
     return this.store.close();
+  }
+}
+
+/** An embedded store that records the keys of every decision put to it. */
+export class KeyRecordingStore implements RateLimitStore {
+  readonly keys: string[] = [];
+  private readonly inner = new MemoryStore();
+
+  decide(request: DecideRequest): Promise<StoreDecision> {
+    this.keys.push(...request.keys);
+    return this.inner.decide(request);
+  }
+  reset(keys: readonly string[]): Promise<void> {
+    return this.inner.reset(keys);
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+/**
+ * Boots two apps on a Redis of their own, one failing open and one closed, kills that Redis,
+ * runs `body`, then closes both apps.
+ */
+export async function withRedisDown<App extends { close(): Promise<void> }>(
+  boot: (options: RateLimitModuleOptions) => Promise<App>,
+  body: (open: App, closed: App) => Promise<void>,
+): Promise<void> {
+  const failing = await startRedisServer();
+  const open = await boot({ redis: failing.url });
+  const closed = await boot({ redis: failing.url, failureMode: 'closed' });
+  try {
+    await failing.kill();
+    await body(open, closed);
+  } finally {
+    await Promise.all([open.close(), closed.close()]);
+    await failing.stop();
   }
 }
