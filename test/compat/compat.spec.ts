@@ -64,6 +64,22 @@ const STEP_TIMEOUT_MS = 120_000;
 
 let tarball: Promise<string> | undefined;
 
+/** Loads the package as HOW says, starts a module on it, and says so. */
+const LOAD_AND_START = `
+  const { Module } = require('@nestjs/common');
+  const { NestFactory } = require('@nestjs/core');
+  (async () => {
+    const { RateLimitModule } =
+      process.env.HOW === 'import'
+        ? await import('nestjs-redis-rate-limiter')
+        : require('nestjs-redis-rate-limiter');
+    class AppModule {}
+    Module({ imports: [RateLimitModule.forRoot({})] })(AppModule);
+    const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error'] });
+    await app.close();
+    console.log('started through ' + process.env.HOW);
+  })();`;
+
 describe.each(FIXTURES)('compatibility: $title', (fixture) => {
   let dir: string;
   const tsc = (tsconfig: string) =>
@@ -79,6 +95,20 @@ describe.each(FIXTURES)('compatibility: $title', (fixture) => {
   it.each(fixture.typeChecks)(
     'type-checks under module %s',
     (setting) => tsc(`tsconfig.${setting}.json`),
+    STEP_TIMEOUT_MS,
+  );
+
+  it.each(['import', 'require'])(
+    "starts RateLimitModule on this app's Nest and ioredis when loaded through %s",
+    async (how) => {
+      const { stdout } = await run(
+        process.execPath,
+        ['--input-type=commonjs', '-e', LOAD_AND_START],
+        dir,
+        childEnv({ HOW: how }),
+      );
+      expect(stdout).toContain(`started through ${how}`);
+    },
     STEP_TIMEOUT_MS,
   );
 
