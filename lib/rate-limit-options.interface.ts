@@ -102,6 +102,15 @@ export interface RateLimitModuleOptions {
    */
   clock?: ClockOption;
   /**
+   * Answers requests this pod already knows to be denied without asking the store: once a
+   * decision denies a client until T (when it was sent plus retryAfterMs), requests on the
+   * same policies and keys at the same or a higher cost get the same 429 until T. Exact,
+   * since other pods can only consume; `false` turns it off; `maxEntries` bounds its
+   * memory (oldest out). No effect with `dryRun`. An extension of the contract.
+   * @default { maxEntries: 10000 }
+   */
+  denyCache?: boolean | { maxEntries?: number };
+  /**
    * Register `RateLimitGuard` as a global guard. With `false`, apply it with
    * `@UseGuards(RateLimitGuard)` or register a subclass as `APP_GUARD`.
    * @default true

@@ -6,6 +6,7 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import { clientTag, policyKey } from './client-key.js';
+import { DenyCache } from './deny-cache.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_STORE } from './rate-limit.constants.js';
 import { RateLimitUnavailableException, retryAfterSeconds } from './rate-limit.exceptions.js';
 import type { RateLimitDecision } from './rate-limit-decision.interface.js';
@@ -26,6 +27,14 @@ import type {
 const VIRTUAL_CLOCK_TTL_FLOOR_MS = 60_000;
 
 /**
+ * With Redis TIME, a denial is timed by Redis's clock but remembered by this process's
+ * monotonic one: end it 1 ms early (the scripts read TIME in whole ms) and 0.1% early
+ * (NTP slews a clock by at most 0.05%), so it never outlasts Redis's own.
+ */
+const redisClockMargin = (retryAfterMs: number) => 1 + retryAfterMs / 1_000;
+const noMargin = () => 0;
+
+/**
  * The one place that decides: builds keys, applies the deadline and asks the store once for
  * all policies of a request. Injectable for programmatic use; the guard uses it too.
  */
@@ -37,6 +46,8 @@ export class RateLimiter implements OnApplicationShutdown {
   private readonly ttlFloorMs: number;
   /** Policies passed to the service are resolved once per object, not per call. */
   private readonly resolved = new WeakMap<RateLimitPolicy, ResolvedPolicy>();
+  /** Denials known to this instance (see DenyCache); off in dry runs. */
+  private readonly denials: DenyCache | undefined;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
@@ -46,6 +57,12 @@ export class RateLimiter implements OnApplicationShutdown {
     this.now = clock === 'redis' ? undefined : clock === 'local' ? Date.now : clock;
     this.ttlFloorMs = typeof clock === 'function' ? VIRTUAL_CLOCK_TTL_FLOOR_MS : 0;
     this.gate = new StoreGate(store, options, new Logger('RateLimit'));
+    if (options.denyCacheEntries > 0 && !options.dryRun) {
+      this.denials = new DenyCache(
+        options.denyCacheEntries,
+        clock === 'redis' ? redisClockMargin : noMargin,
+      );
+    }
   }
 
   /** Charges `cost` (default: the policy's numeric cost, else 1) if every policy admits it. */
@@ -72,6 +89,7 @@ export class RateLimiter implements OnApplicationShutdown {
     const keys = this.resolve(policies).map((policy) =>
       policyKey(this.options.prefix, tag, policy.keySuffix),
     );
+    this.denials?.forget(keys);
     await this.askStore(this.gate.reset(keys), () => undefined);
   }
 
@@ -111,6 +129,20 @@ export class RateLimiter implements OnApplicationShutdown {
     } catch (error) {
       return Promise.reject(error);
     }
+    const now = this.now?.();
+    // Known denials are answered here. A cost beyond capacity skips the cache both ways:
+    // its answer must say so, and no time lifts it.
+    const denials = impossible ? undefined : this.denials;
+    let id = '';
+    let sentAt = 0;
+    let generation = 0;
+    if (denials) {
+      id = keys.length === 1 ? keys[0] : keys.join('\n');
+      sentAt = now ?? performance.now();
+      const known = denials.lookup(id, policies, costs, sentAt);
+      if (known) return Promise.resolve(known);
+      generation = denials.current;
+    }
     // A cost some policy can never admit is denied whatever the budgets hold: nothing is
     // charged, and the store is only asked (at a cost each policy can hold) what they hold.
     const request: DecideRequest = {
@@ -118,20 +150,27 @@ export class RateLimiter implements OnApplicationShutdown {
       keys,
       policies,
       costs: impossible ? costs.map((cost, i) => Math.min(cost, policies[i].maxCost)) : costs,
-      now: this.now?.(),
+      now,
       ttlFloorMs: this.ttlFloorMs,
     };
-    return this.askStore(this.gate.decide(request), ({ allowed, verdicts }) => ({
-      allowed: allowed && !impossible,
-      results: verdicts.map((verdict, i) => ({
-        policy: policies[i].name,
-        limit: policies[i].limit,
-        window: policies[i].windowMs,
-        capacity: policies[i].maxCost,
-        ...verdict,
-        ...(costs[i] > policies[i].maxCost && { allowed: false, retryAfterMs: Infinity }),
-      })),
-    }));
+    return this.askStore(this.gate.decide(request), ({ allowed, verdicts, local }) => {
+      const decision: RateLimitDecision = {
+        allowed: allowed && !impossible,
+        results: verdicts.map((verdict, i) => ({
+          policy: policies[i].name,
+          limit: policies[i].limit,
+          window: policies[i].windowMs,
+          capacity: policies[i].maxCost,
+          ...verdict,
+          ...(costs[i] > policies[i].maxCost && { allowed: false, retryAfterMs: Infinity }),
+        })),
+      };
+      // Only the store's own denials are known to hold: not the local fallback's.
+      if (denials && !decision.allowed && !local) {
+        denials.remember(id, keys, policies, costs, sentAt, generation, decision);
+      }
+      return decision;
+    });
   }
 
   private async decideFor(

@@ -29,6 +29,8 @@ export interface ResolvedRateLimitOptions {
   readonly skip: ((context: ExecutionContext) => boolean | Promise<boolean>) | undefined;
   readonly dryRun: boolean;
   readonly clock: ClockOption;
+  /** Most entries of the deny cache; 0 when it is off. */
+  readonly denyCacheEntries: number;
   readonly guard: boolean;
   readonly contextTypes: readonly RateLimitContextType[];
 }
@@ -43,6 +45,7 @@ const DEFAULT_BREAKER: BreakerOptions = { failures: 3, halfOpenAfter: 500 };
 const HEADER_STYLES: readonly HeaderStyle[] = ['ietf', 'legacy', 'both', 'none'];
 /** Keys stay under 256 bytes: prefix 32 + tag 66 + name 64 + algorithm 4 + route 70. */
 const PREFIX = /^[^{}\s]{1,32}$/;
+const DENY_CACHE_ENTRIES = 10_000;
 
 export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRateLimitOptions {
   const fail = (field: string, problem: string) =>
@@ -118,6 +121,13 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
       `must be an array of context types such as ${CONTEXT_TYPES.map((type) => `'${type}'`).join(', ')} (got ${shown(contextTypes)})`,
     );
   }
+  const denyCacheEntries = denyCacheSize(options.denyCache);
+  if (denyCacheEntries === undefined) {
+    throw fail(
+      'denyCache',
+      `must be true, false or { maxEntries: a positive integer } (got ${shown(options.denyCache)})`,
+    );
+  }
   // Validated now so a mistake stops the start; routes resolve them again with their own ids.
   resolvePolicies(policies, { label: 'RateLimitModule options', defaultScope: 'global' });
   return {
@@ -135,6 +145,7 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
     skip: options.skip,
     dryRun: options.dryRun === true,
     clock,
+    denyCacheEntries,
     guard: options.guard !== false,
     contextTypes,
   };
@@ -164,4 +175,13 @@ function resolveBreaker(
     );
   }
   return { failures, halfOpenAfter };
+}
+
+/** Entries the deny cache may hold (0: off), or undefined for a malformed option. */
+function denyCacheSize(option: RateLimitModuleOptions['denyCache']): number | undefined {
+  if (option === undefined || option === true) return DENY_CACHE_ENTRIES;
+  if (option === false) return 0;
+  if (typeof option !== 'object' || option === null) return undefined;
+  const { maxEntries = DENY_CACHE_ENTRIES } = option;
+  return Number.isSafeInteger(maxEntries) && maxEntries > 0 ? maxEntries : undefined;
 }

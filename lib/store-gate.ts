@@ -153,7 +153,7 @@ export class StoreGate {
     this.localLog.warn(
       `Rate limit store unavailable: ${reason}; deciding locally at 1/${this.options.instances} of each limit (failureMode 'local')`,
     );
-    return this.local!.decide(request);
+    return this.local!.decide(request).then((decision) => ({ ...decision, local: true }));
   }
 
   private reportBreaker(open: boolean): void {

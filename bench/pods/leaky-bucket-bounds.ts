@@ -19,6 +19,7 @@ export interface AdmissionBounds {
  *   more than I between decisions, for at most the excess. A denial at τ_d means
  *   next > τ_d + (burst − 1)·I, so A > burst − 1 + (τ_d − τ₀ − idle)/I, that is
  *   A ≥ burst + ⌊(τ_d − τ₀ − idle)/I⌋; and A ≥ burst, since next ≤ τ_d + A·I.
+ * Only store decisions count (a pod's deny cache answers some 429s without one).
  * Each τᵢ lies within [decisionStartedAt, decisionEndedAt]: the pods stamp Date.now() on
  * the host that runs Redis, whose TIME the script reads, both truncated to whole ms. The
  * k-th earliest decision lies between the k-th earliest start and end stamps, which bounds
@@ -35,6 +36,8 @@ export function leakyBucketAdmissionBounds(
   let lastDeniedStart = -Infinity;
   for (const response of responses) {
     const { status, decisionStartedAt: start, decisionEndedAt: end } = response;
+    // A 429 from the pod's deny cache repeats a store denial and changed nothing: no stamps.
+    if (status === 429 && start === undefined && end === undefined) continue;
     if (start === undefined || end === undefined || (status !== 200 && status !== 429)) {
       throw new Error(`Only stamped 200 and 429 responses can be bounded (got status ${status})`);
     }
@@ -52,7 +55,7 @@ export function leakyBucketAdmissionBounds(
     idleMs += Math.max(0, ended[k + 1] - started[k] - intervalMs);
   }
   const max = burst + Math.floor((lastAdmittedEnd - firstDecisionEarliest) / intervalMs);
-  if (lastDeniedStart === -Infinity) return { min: responses.length, max };
+  if (lastDeniedStart === -Infinity) return { min: started.length, max };
   const drainedAtLeast = Math.floor((lastDeniedStart - firstDecisionLatest - idleMs) / intervalMs);
   return { min: burst + Math.max(0, drainedAtLeast), max };
 }

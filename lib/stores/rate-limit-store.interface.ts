@@ -35,6 +35,8 @@ export interface StoreDecision {
   readonly verdicts: readonly PolicyVerdict[];
   /** Set when the decision started after `wantedUntil`: nothing was read or charged. */
   readonly stale?: true;
+  /** Set by failureMode 'local': decided in this process at a share of each limit, not by the store. */
+  readonly local?: true;
 }
 
 /** What both stores answer when a decision starts after `wantedUntil`. */

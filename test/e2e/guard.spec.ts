@@ -9,6 +9,7 @@ import {
   type RateLimitStore,
   SkipRateLimit,
 } from '../../lib/index.js';
+import { VirtualClock } from '../support/limiters.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import {
   type AdapterKind,
@@ -442,6 +443,65 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
       [`rl:{${who}}:own:swl:LimitedController.own`],
     ]);
     await running.close();
+    await inner.close();
+  });
+
+  it('answers a known denial from the deny cache: the same 429, counted down', async () => {
+    const inner = new MemoryStore();
+    let sent = 0;
+    const store: RateLimitStore = {
+      decide: (request) => (sent++, inner.decide(request)),
+      reset: (keys) => inner.reset(keys),
+      close: () => inner.close(),
+    };
+    const clock = new VirtualClock(1_700_000_000_000);
+    await withApp(
+      startApp(
+        adapter,
+        [RateLimitModule.forRoot({ store, keyBy: byClientHeader, clock: clock.read })],
+        [LimitedController],
+      ),
+      async (running) => {
+        const who = nextClient();
+        expect((await running.get('/limited/own', who)).status).toBe(200);
+        const fromStore = await running.get('/limited/own', who);
+        clock.advance(15_000);
+        const fromCache = await running.get('/limited/own', who);
+        expect(sent).toBe(2);
+        const seen = async (response: Response) => ({
+          status: response.status,
+          retryAfter: response.headers.get('retry-after'),
+          policy: response.headers.get('ratelimit-policy'),
+          rateLimit: response.headers.get('ratelimit'),
+          body: (await response.json()) as unknown,
+        });
+        const message = (seconds: number) => `Rate limit exceeded ("own"); retry in ${seconds} s.`;
+        expect(await seen(fromStore)).toEqual({
+          status: 429,
+          retryAfter: '60',
+          policy: '"own";q=1;w=60',
+          rateLimit: '"own";r=0;t=60',
+          body: {
+            statusCode: 429,
+            error: 'Too Many Requests',
+            message: message(60),
+            retryAfter: 60,
+          },
+        });
+        expect(await seen(fromCache)).toEqual({
+          status: 429,
+          retryAfter: '45',
+          policy: '"own";q=1;w=60',
+          rateLimit: '"own";r=0;t=45',
+          body: {
+            statusCode: 429,
+            error: 'Too Many Requests',
+            message: message(45),
+            retryAfter: 45,
+          },
+        });
+      },
+    );
     await inner.close();
   });
 

@@ -15,8 +15,11 @@ describe('resolveOptions', () => {
       headers: 'ietf',
       dryRun: false,
       clock: 'redis',
+      denyCacheEntries: 10_000,
       guard: true,
     });
+    expect(resolveOptions({ denyCache: false }).denyCacheEntries).toBe(0);
+    expect(resolveOptions({ denyCache: { maxEntries: 5 } }).denyCacheEntries).toBe(5);
   });
 
   it.each([
@@ -34,6 +37,8 @@ describe('resolveOptions', () => {
     [{ headers: 'x-only' }, 'headers'],
     [{ clock: 'ntp' }, 'clock'],
     [{ keyBy: 'ip' }, 'keyBy'],
+    [{ denyCache: 'yes' }, 'denyCache'],
+    [{ denyCache: { maxEntries: 0 } }, 'denyCache'],
     [{ policies: [{ limit: 0, window: '1m' }] }, 'limit'],
   ])('rejects %p naming %s', (options, field) => {
     expect(() => resolveOptions(options as never)).toThrow(RateLimitConfigError);
