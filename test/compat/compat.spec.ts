@@ -127,11 +127,15 @@ describe.each(FIXTURES)('compatibility: $title', (fixture) => {
         expect(denied.headers.get('ratelimit')).toMatch(/^"default";r=0;t=\d+$/);
         expect(Number(denied.headers.get('retry-after'))).toBeGreaterThan(0);
 
+        // Spent without a denial: no denial is known for /other.
+        for (let i = 0; i < LIMIT; i++) await fetch(`${app.url}/other`);
         await redis.kill();
         const afterKill: number[] = [];
-        for (let i = 0; i < LIMIT; i++) afterKill.push((await fetch(`${app.url}/limited`)).status);
-        // The budget is spent, so only failing open can admit these.
+        for (let i = 0; i < LIMIT; i++) afterKill.push((await fetch(`${app.url}/other`)).status);
+        // The budget is spent, so only failing open can admit these; the denial the pod
+        // already knows on /limited still holds (its deny cache).
         expect(afterKill).toEqual([200, 200, 200]);
+        expect((await fetch(`${app.url}/limited`)).status).toBe(429);
       } finally {
         await app.stop();
         await redis.stop();

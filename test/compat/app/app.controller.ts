@@ -10,4 +10,10 @@ export class AppController {
   limited(): string {
     return 'ok';
   }
+
+  @Get('other')
+  @RateLimit({ limit: LIMIT, window: '1m' })
+  other(): string {
+    return 'ok';
+  }
 }
