@@ -1,4 +1,4 @@
-import type { ExecutionContext, HttpException } from '@nestjs/common';
+import type { ArgumentsHost, HttpException } from '@nestjs/common';
 
 /**
  * The kinds of handler the guard limits: HTTP routes, GraphQL resolvers (`@nestjs/graphql`),
@@ -27,14 +27,14 @@ type WsClient = { conn?: Addressed; _socket?: Addressed };
 /** A TCP microservice's context (`TcpContext`). */
 type RpcContext = { getSocketRef?: () => { netSocket?: Addressed } | undefined };
 
-const graphqlContext = (context: ExecutionContext) =>
+const graphqlContext = (context: ArgumentsHost) =>
   (context.getArgByIndex<GraphQLContext | undefined>(2) ?? {}) as GraphQLContext;
 
 /**
  * The request the client sent: the HTTP request for HTTP and GraphQL, the client's socket for
  * WebSockets, the transport context (e.g. `TcpContext`) for microservices.
  */
-export function requestOf(context: ExecutionContext): unknown {
+export function requestOf(context: ArgumentsHost): unknown {
   switch (context.getType<string>()) {
     case 'http':
       return context.switchToHttp().getRequest();
@@ -56,7 +56,7 @@ export function requestOf(context: ExecutionContext): unknown {
  * carried the operation (Express' `req.res`, a `res` or `reply` in the GraphQL context).
  * WebSocket and microservice messages have none.
  */
-export function responseOf(context: ExecutionContext): unknown {
+export function responseOf(context: ArgumentsHost): unknown {
   switch (context.getType<string>()) {
     case 'http':
       return context.switchToHttp().getResponse();
@@ -73,7 +73,7 @@ export function responseOf(context: ExecutionContext): unknown {
  * The client's address as the transport sees it: the HTTP adapter's `ip` (under its
  * trust-proxy setting), else the peer of the socket.
  */
-export function clientAddress(context: ExecutionContext): string | undefined {
+export function clientAddress(context: ArgumentsHost): string | undefined {
   const type = context.getType<string>();
   if (type === 'ws') {
     const client = requestOf(context) as WsClient | undefined;
@@ -93,14 +93,14 @@ const CODES: Record<number, string> = {
   503: RATE_LIMIT_UNAVAILABLE,
 };
 
-type ErrorClass = new (...args: never[]) => Error;
-const loaded = new Map<string, Promise<ErrorClass>>();
+type Class = new (...args: never[]) => unknown;
+const loaded = new Map<string, Promise<Class>>();
 
-/** Loads a transport's error class from the app's own copy of its package, once. */
-function errorClass(specifier: string, name: string): Promise<ErrorClass> {
+/** Loads a class of a transport's package from the app's own copy of it, once. */
+export function optionalExport(specifier: string, name: string): Promise<Class> {
   let found = loaded.get(name);
   if (!found) {
-    found = import(specifier).then((module: Record<string, ErrorClass>) => module[name]);
+    found = import(specifier).then((module: Record<string, Class>) => module[name]);
     loaded.set(name, found);
   }
   return found;
@@ -113,7 +113,7 @@ function errorClass(specifier: string, name: string): Promise<ErrorClass> {
  * 400) carry their HTTP status instead of `retryAfter`. HTTP gets the exception itself.
  */
 export async function transportError(
-  context: ExecutionContext,
+  context: ArgumentsHost,
   exception: HttpException & { retryAfter?: number },
 ): Promise<Error> {
   const status = exception.getStatus();
@@ -122,7 +122,7 @@ export async function transportError(
     exception.retryAfter === undefined ? { status } : { retryAfter: exception.retryAfter };
   switch (context.getType<string>()) {
     case 'graphql': {
-      const GraphQLError = (await errorClass('graphql', 'GraphQLError')) as new (
+      const GraphQLError = (await optionalExport('graphql', 'GraphQLError')) as new (
         message: string,
         options: { extensions: object },
       ) => Error;
@@ -134,7 +134,7 @@ export async function transportError(
         context.getType() === 'ws'
           ? ['@nestjs/websockets', 'WsException']
           : ['@nestjs/microservices', 'RpcException'];
-      const TransportException = (await errorClass(specifier, name)) as new (
+      const TransportException = (await optionalExport(specifier, name)) as new (
         error: object,
       ) => Error;
       return new TransportException({

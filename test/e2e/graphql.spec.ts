@@ -4,6 +4,7 @@ import { GraphQLModule, Mutation, Query, Resolver } from '@nestjs/graphql';
 import { MercuriusDriver, type MercuriusDriverConfig } from '@nestjs/mercurius';
 import {
   RateLimit,
+  RateLimitExceededException,
   RateLimitModule,
   type RateLimitModuleOptions,
   SkipRateLimit,
@@ -29,6 +30,13 @@ class BooksResolver {
   @Query(() => String, { nullable: true })
   unannotated() {
     return 'ok';
+  }
+
+  /** Denied by the app itself, as after a RateLimiter call of its own. */
+  @Query(() => String, { nullable: true })
+  @SkipRateLimit()
+  quota() {
+    throw new RateLimitExceededException('Monthly quota spent.', 7);
   }
 
   @Mutation(() => String, { nullable: true })
@@ -149,6 +157,16 @@ describe.each(drivers)('GraphQL with %s', (_name, adapter, graphQLModule) => {
       expect(denied.errors?.[0].extensions).toMatchObject({ code: 'RATE_LIMITED' });
       expect(denied.errors?.[0].message).toContain('"writes"');
       expect(denied.headers.get('ratelimit-policy')).toBe('"writes";q=1;w=3600');
+    });
+
+    it('answers a RateLimitExceededException thrown by a resolver as the same GraphQL error', async () => {
+      const denied = await graphql(running, '{ quota }');
+      expect(denied.data).toEqual({ quota: null });
+      expect(denied.errors?.[0]).toMatchObject({
+        message: 'Monthly quota spent.',
+        extensions: { code: 'RATE_LIMITED', retryAfter: 7 },
+      });
+      expect(denied.headers.get('retry-after')).toBe('7');
     });
 
     it('applies module policies to resolvers without @RateLimit, and skips what is skipped', async () => {

@@ -9,7 +9,12 @@ import {
 } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
-import { RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
+import {
+  RateLimit,
+  RateLimitExceededException,
+  RateLimitModule,
+  type RateLimitModuleOptions,
+} from '../../lib/index.js';
 import { freePort } from '../support/free-port.js';
 import { KeyRecordingStore, withRedisDown } from '../support/limiters.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
@@ -20,6 +25,12 @@ class PingController {
   @RateLimit({ algorithm: 'fixed-window', limit: 2, window: '1m' })
   ping(@Payload() data: string) {
     return `pong ${data}`;
+  }
+
+  /** Denied by the app itself, as after a RateLimiter call of its own. */
+  @MessagePattern('quota')
+  quota() {
+    throw new RateLimitExceededException('Monthly quota spent.', 7);
   }
 
   @MessagePattern('echo')
@@ -94,6 +105,22 @@ describe('microservice message handlers over TCP', () => {
       expect(retryAfter).toBeGreaterThanOrEqual(1);
       expect(retryAfter).toBeLessThanOrEqual(60);
       expect(await service.send('echo', 'unlimited')).toEqual({ reply: 'unlimited' });
+    } finally {
+      await service.close();
+    }
+  });
+
+  it('answers a RateLimitExceededException thrown by a handler as the same RpcException', async () => {
+    const service = await boot({ contextTypes: ['http'] });
+    try {
+      expect(await service.send('quota', 'a')).toEqual({
+        error: {
+          status: 'error',
+          code: 'RATE_LIMITED',
+          message: 'Monthly quota spent.',
+          retryAfter: 7,
+        },
+      });
     } finally {
       await service.close();
     }

@@ -1,21 +1,35 @@
-import { type INestApplication, Module } from '@nestjs/common';
+import { type INestApplication, Module, UseFilters } from '@nestjs/common';
 import { IoAdapter } from '@nestjs/platform-socket.io';
 import { WsAdapter } from '@nestjs/platform-ws';
 import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
 import { once } from 'node:events';
 import { io } from 'socket.io-client';
 import { WebSocket } from 'ws';
-import { RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
+import {
+  RateLimit,
+  RateLimitExceededException,
+  RateLimitExceptionFilter,
+  RateLimitModule,
+  type RateLimitModuleOptions,
+} from '../../lib/index.js';
 import { KeyRecordingStore, withRedisDown } from '../support/limiters.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import { type RunningApp, startApp } from '../support/test-app.js';
 
 @WebSocketGateway()
+// Nest applies no global filter to gateways: the app binds it for the exceptions it throws.
+@UseFilters(RateLimitExceptionFilter)
 class ChatGateway {
   @SubscribeMessage('ping')
   @RateLimit({ algorithm: 'fixed-window', limit: 2, window: '1m' })
   ping(@MessageBody() data: string) {
     return { event: 'pong', data };
+  }
+
+  /** Denied by the app itself, as after a RateLimiter call of its own. */
+  @SubscribeMessage('quota')
+  quota() {
+    throw new RateLimitExceededException('Monthly quota spent.', 7);
   }
 
   @SubscribeMessage('echo')
@@ -145,6 +159,25 @@ describe.each(transports)('WebSocket gateway on %s', (_name, adapter, connect) =
       // The budget is the client address's, not the connection's.
       await session(running, async (client) => {
         expect(await client.call('ping', 'd')).toMatchObject({ event: 'exception' });
+      });
+    } finally {
+      await running.close();
+    }
+  });
+
+  it('answers a RateLimitExceededException thrown by a handler as the same WsException', async () => {
+    const running = await boot({ contextTypes: ['http'] });
+    try {
+      await session(running, async (client) => {
+        expect(await client.call('quota', 'a')).toEqual({
+          event: 'exception',
+          data: {
+            status: 'error',
+            code: 'RATE_LIMITED',
+            message: 'Monthly quota spent.',
+            retryAfter: 7,
+          },
+        });
       });
     } finally {
       await running.close();
