@@ -1,7 +1,12 @@
 import { type ExecutionContext, type HttpException, Injectable } from '@nestjs/common';
 import { ExecutionContextHost } from '@nestjs/core/internal';
 import { Test } from '@nestjs/testing';
-import { RateLimit, RateLimitGuard, RateLimitModule } from '../../lib/index.js';
+import {
+  RateLimit,
+  RateLimitGuard,
+  RateLimitModule,
+  type RateLimitModuleOptions,
+} from '../../lib/index.js';
 import { RecordingLogger } from '../support/test-app.js';
 
 /** A chat-bot framework's update, as its Nest integration would hand it to guards. */
@@ -51,52 +56,51 @@ const update = (from: string) => {
   return context;
 };
 
+/** The subclass as the app provides it, started without an HTTP server. */
+async function withBotGuard(
+  options: RateLimitModuleOptions,
+  body: (guard: BotRateLimitGuard) => Promise<void>,
+): Promise<void> {
+  const moduleRef = await Test.createTestingModule({
+    imports: [RateLimitModule.forRoot({ guard: false, ...options })],
+    providers: [BotRateLimitGuard],
+  })
+    .setLogger(new RecordingLogger())
+    .compile();
+  await moduleRef.init();
+  try {
+    await body(moduleRef.get(BotRateLimitGuard));
+  } finally {
+    await moduleRef.close();
+  }
+}
+
 describe('a transport added by a guard subclass', () => {
   it('is limited when contextTypes names it, keyed and answered by the app, with no headers', async () => {
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        RateLimitModule.forRoot({
-          guard: false,
-          contextTypes: ['http', 'telegraf'],
-          keyBy: (context) => context.getArgByIndex<BotUpdate>(0).from,
-        }),
-      ],
-      providers: [BotRateLimitGuard],
-    })
-      .setLogger(new RecordingLogger())
-      .compile();
-    await moduleRef.init();
-    try {
-      const guard = moduleRef.get(BotRateLimitGuard);
-      expect(await guard.canActivate(update('alice'))).toBe(true);
-      expect(await guard.canActivate(update('alice'))).toBe(true);
-      const denied = guard.canActivate(update('alice'));
-      await expect(denied).rejects.toBeInstanceOf(BotError);
-      await expect(denied).rejects.toMatchObject({
-        message: expect.stringMatching(/^bot: Rate limit exceeded \("default"\)/),
-        retryAfter: expect.any(Number),
-      });
-      expect(await guard.canActivate(update('bob'))).toBe(true);
-      expect(guard.responsesAsked).toContain('telegraf');
-    } finally {
-      await moduleRef.close();
-    }
+    await withBotGuard(
+      {
+        contextTypes: ['http', 'telegraf'],
+        keyBy: (context) => context.getArgByIndex<BotUpdate>(0).from,
+      },
+      async (guard) => {
+        expect(await guard.canActivate(update('alice'))).toBe(true);
+        expect(await guard.canActivate(update('alice'))).toBe(true);
+        const denied = guard.canActivate(update('alice'));
+        await expect(denied).rejects.toBeInstanceOf(BotError);
+        await expect(denied).rejects.toMatchObject({
+          message: expect.stringMatching(/^bot: Rate limit exceeded \("default"\)/),
+          retryAfter: expect.any(Number),
+        });
+        expect(await guard.canActivate(update('bob'))).toBe(true);
+        expect(guard.responsesAsked).toContain('telegraf');
+      },
+    );
   });
 
   it('passes unlimited when contextTypes leaves it out', async () => {
-    const moduleRef = await Test.createTestingModule({
-      imports: [RateLimitModule.forRoot({ guard: false, keyBy: () => 'everyone' })],
-      providers: [BotRateLimitGuard],
-    })
-      .setLogger(new RecordingLogger())
-      .compile();
-    await moduleRef.init();
-    try {
-      const guard = moduleRef.get(BotRateLimitGuard);
+    await withBotGuard({ keyBy: () => 'everyone' }, async (guard) => {
       for (let i = 0; i < 3; i++) expect(await guard.canActivate(update('carol'))).toBe(true);
       expect(guard.responsesAsked).toEqual([]);
-    } finally {
-      await moduleRef.close();
-    }
+    });
   });
 });
