@@ -70,6 +70,7 @@ export class DenyCache {
     const elapsed = now - denial.sentAt;
     return {
       allowed: false,
+      cached: true,
       results: denial.results.map((result, i) => {
         const denies = now < denial.until[i] && costs[i] >= denial.costs[i];
         return {

@@ -29,6 +29,11 @@ export type {
   RateLimitModuleOptions,
 } from './rate-limit-options.interface.js';
 export type { PolicyResult, RateLimitDecision } from './rate-limit-decision.interface.js';
+export type {
+  RateLimitDecisionEvent,
+  RateLimitDecisionHook,
+  RateLimitOutcome,
+} from './rate-limit-event.interface.js';
 export type { ResolvedRateLimitOptions } from './resolved-options.js';
 export type { CostResolver, ResolvedPolicy } from './resolved-policy.js';
 export type {

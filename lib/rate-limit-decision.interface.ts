@@ -26,4 +26,9 @@ export interface RateLimitDecision {
   allowed: boolean;
   /** One per policy, in the order given. */
   results: PolicyResult[];
+  /**
+   * Set when this instance's deny cache answered, without asking the store (an extension
+   * of the contract).
+   */
+  cached?: true;
 }

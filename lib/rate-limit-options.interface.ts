@@ -1,5 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { RateLimitDecisionHook } from './rate-limit-event.interface.js';
 import type { KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
 import type { RateLimitStore } from './stores/rate-limit-store.interface.js';
 import type { RateLimitContextType } from './transports.js';
@@ -123,4 +124,13 @@ export interface RateLimitModuleOptions {
    * @default ['http', 'graphql', 'ws', 'rpc']
    */
   contextTypes?: RateLimitContextType[];
+  /**
+   * Called synchronously after each decision of the guard with its outcome, the route, the
+   * client keys and the policy results, for audit, metrics or custom handling. What it
+   * throws (or a promise it returns rejects with) is logged, at most every 5 s, and never
+   * changes the answer. Not called for skipped requests, nor by `RateLimiter` calls. An
+   * extension.
+   * @default undefined
+   */
+  onDecision?: RateLimitDecisionHook;
 }

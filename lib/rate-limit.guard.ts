@@ -8,6 +8,7 @@ import {
   SetMetadata,
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
+import { DecisionReporter } from './decision-reporter.js';
 import { RATE_LIMIT_GUARD_METADATA, RATE_LIMIT_OPTIONS } from './rate-limit.constants.js';
 import {
   RateLimitExceededException,
@@ -36,6 +37,8 @@ export class RateLimitGuard implements CanActivate {
   private readonly failureLog = new ThrottledLog(this.logger);
   private readonly dryRunLog = new ThrottledLog(this.logger);
   private readonly contextTypes: ReadonlySet<string>;
+  /** Set when the onDecision option is: without it, reporting costs nothing. */
+  private readonly reporter: DecisionReporter | undefined;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) protected readonly options: ResolvedRateLimitOptions,
@@ -44,6 +47,8 @@ export class RateLimitGuard implements CanActivate {
     private readonly adapterHost: HttpAdapterHost,
   ) {
     this.contextTypes = new Set(options.contextTypes);
+    this.reporter =
+      options.onDecision && new DecisionReporter(options.onDecision, options, this.logger);
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -72,10 +77,11 @@ export class RateLimitGuard implements CanActivate {
     try {
       decision = await this.limiter.decide('consume', clientKeys, plan.policies, costs);
     } catch (error) {
-      if (error instanceof RateLimitUnavailableException)
-        return this.onStoreFailure(context, error);
-      throw error;
+      if (!(error instanceof RateLimitUnavailableException)) throw error;
+      this.reporter?.report(context, plan, clientKeys, undefined, error);
+      return this.onStoreFailure(context, error);
     }
+    this.reporter?.report(context, plan, clientKeys, decision);
     this.setHeaders(context, decision, plan);
     if (!decision.allowed) {
       if (!this.options.dryRun) this.deny(context, decision);

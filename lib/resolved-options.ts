@@ -7,6 +7,7 @@ import type {
   HeaderStyle,
   RateLimitModuleOptions,
 } from './rate-limit-options.interface.js';
+import type { RateLimitDecisionHook } from './rate-limit-event.interface.js';
 import type { KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
 import { resolvePolicies } from './resolved-policy.js';
 import { CONTEXT_TYPES, type RateLimitContextType } from './transports.js';
@@ -33,6 +34,7 @@ export interface ResolvedRateLimitOptions {
   readonly denyCacheEntries: number;
   readonly guard: boolean;
   readonly contextTypes: readonly RateLimitContextType[];
+  readonly onDecision: RateLimitDecisionHook | undefined;
 }
 
 export interface BreakerOptions {
@@ -107,7 +109,7 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
   ) {
     throw fail('store', 'must implement RateLimitStore (decide, reset, close)');
   }
-  for (const field of ['keyBy', 'skip'] as const) {
+  for (const field of ['keyBy', 'skip', 'onDecision'] as const) {
     if (options[field] !== undefined && typeof options[field] !== 'function') {
       throw fail(field, 'must be a function');
     }
@@ -148,6 +150,7 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
     denyCacheEntries,
     guard: options.guard !== false,
     contextTypes,
+    onDecision: options.onDecision,
   };
 }
 

@@ -16,6 +16,8 @@ import { type ResolvedPolicy, resolvePolicies } from './resolved-policy.js';
 
 /** What the guard knows of one handler, worked out once at start-up. */
 export interface RoutePlan {
+  /** The route's id in keys and in `onDecision` events, e.g. `UsersController.find`. */
+  readonly route: string;
   readonly policies: readonly ResolvedPolicy[];
   /** Set when no policy has a cost function: the same array serves every request. */
   readonly fixedCosts: readonly number[] | undefined;
@@ -32,6 +34,7 @@ export type RouteTarget = { readonly name: string };
 const READABLE_ROUTE = /^[\w.$-]{1,64}$/;
 
 const UNLIMITED: RoutePlan = {
+  route: '',
   policies: [],
   fixedCosts: [],
   sharesModuleKey: true,
@@ -128,6 +131,7 @@ export class RoutePlanner implements OnModuleInit {
       const policies = resolved.filter((policy) => !skip?.includes(policy.name));
       const costsAreFixed = policies.every((policy) => typeof policy.cost === 'number');
       plan = {
+        route: routeId,
         policies,
         fixedCosts: costsAreFixed ? policies.map((policy) => policy.cost as number) : undefined,
         sharesModuleKey: policies.every((policy) => !policy.keyBy),

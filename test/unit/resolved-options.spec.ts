@@ -37,6 +37,7 @@ describe('resolveOptions', () => {
     [{ headers: 'x-only' }, 'headers'],
     [{ clock: 'ntp' }, 'clock'],
     [{ keyBy: 'ip' }, 'keyBy'],
+    [{ onDecision: 'log' }, 'onDecision'],
     [{ denyCache: 'yes' }, 'denyCache'],
     [{ denyCache: { maxEntries: 0 } }, 'denyCache'],
     [{ policies: [{ limit: 0, window: '1m' }] }, 'limit'],

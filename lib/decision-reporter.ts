@@ -1,0 +1,69 @@
+import type { ExecutionContext, Logger } from '@nestjs/common';
+import type { RateLimitHttpException } from './rate-limit.exceptions.js';
+import type { RateLimitDecision } from './rate-limit-decision.interface.js';
+import type {
+  RateLimitDecisionEvent,
+  RateLimitDecisionHook,
+  RateLimitOutcome,
+} from './rate-limit-event.interface.js';
+import type { ResolvedRateLimitOptions } from './resolved-options.js';
+import type { RoutePlan } from './route-planner.js';
+import { ThrottledLog } from './throttled-log.js';
+
+/**
+ * Tells the `onDecision` hook what the guard decided. The hook is the app's code: what it
+ * throws is logged (throttled) and never reaches the request.
+ */
+export class DecisionReporter {
+  private readonly log: ThrottledLog;
+  private readonly failed: RateLimitOutcome;
+
+  constructor(
+    private readonly hook: RateLimitDecisionHook,
+    private readonly options: ResolvedRateLimitOptions,
+    logger: Logger,
+  ) {
+    this.log = new ThrottledLog(logger);
+    this.failed = options.failureMode === 'open' ? 'failed_open' : 'failed_closed';
+  }
+
+  /** Reports a decision, or (with `error`) a store failure. */
+  report(
+    context: ExecutionContext,
+    plan: RoutePlan,
+    keys: readonly string[],
+    decision: RateLimitDecision | undefined,
+    error?: RateLimitHttpException,
+  ): void {
+    const outcome = decision ? this.outcomeOf(decision) : this.failed;
+    const event: RateLimitDecisionEvent = {
+      outcome,
+      route: plan.route,
+      policies: plan.policies.map((policy) => policy.name),
+      outcomes: plan.policies.map(() => outcome),
+      keys,
+      results: decision?.results ?? [],
+      ...(error && { error }),
+      context,
+    };
+    try {
+      const returned: unknown = this.hook(event);
+      if (returned instanceof Promise) returned.catch((reason) => this.complain(plan, reason));
+    } catch (reason) {
+      this.complain(plan, reason);
+    }
+  }
+
+  private outcomeOf(decision: RateLimitDecision): RateLimitOutcome {
+    if (decision.allowed) {
+      return decision.results.some((result) => result.delayMs > 0) ? 'delayed' : 'allowed';
+    }
+    if (this.options.dryRun) return 'dry_run_denied';
+    return decision.cached ? 'denied_cached' : 'denied';
+  }
+
+  private complain(plan: RoutePlan, reason: unknown): void {
+    const message = reason instanceof Error ? reason.message : String(reason);
+    this.log.warn(`onDecision hook failed on ${plan.route}: ${message}; the request went on`);
+  }
+}
