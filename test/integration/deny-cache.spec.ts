@@ -187,8 +187,10 @@ describe('deny cache lifecycle', () => {
     clock.advance(2_500);
     const later = await a.limiter.consume('k', bucket);
     expect(a.sent).toBe(2);
+    expect(first.cached).toBeUndefined();
     expect(later).toEqual({
       allowed: false,
+      cached: true,
       results: [
         {
           ...first.results[0],

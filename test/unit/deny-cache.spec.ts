@@ -32,9 +32,10 @@ describe('DenyCache', () => {
     const policies = [minute];
     const decision = denied(result({ allowed: false, remaining: 0, retryAfterMs: 20_000 }));
     cache.remember('k', ['k'], policies, [1], 1_000, cache.current, decision);
-    expect(cache.lookup('k', policies, [1], 6_000)).toEqual(
-      denied(result({ allowed: false, remaining: 0, resetMs: 35_000, retryAfterMs: 15_000 })),
-    );
+    expect(cache.lookup('k', policies, [1], 6_000)).toEqual({
+      ...denied(result({ allowed: false, remaining: 0, resetMs: 35_000, retryAfterMs: 15_000 })),
+      cached: true,
+    });
     expect(cache.lookup('k', policies, [1], 20_999)?.results[0].retryAfterMs).toBe(1);
     // At T itself the store would admit: the cache must not answer.
     expect(cache.lookup('k', policies, [1], 21_000)).toBeUndefined();
