@@ -19,10 +19,12 @@ describe.each<StoreKind>(['redis', 'memory'])('%s store', (kind) => {
   let key: string;
   const start = 1_700_000_000_000; // a multiple of every window below
 
-  beforeAll(async () => {
+  // A fixture per test (not once in beforeAll), so mutation testing can tell which tests
+  // cover which code.
+  beforeEach(async () => {
     fixture = await new LimiterFixture(kind, server.url, { clock: clock.read }).ready();
   });
-  afterAll(() => fixture.close());
+  afterEach(() => fixture.close());
   beforeEach(() => {
     clock.set(start);
     key = `client-${kind}-${++keySeq}`;

@@ -141,7 +141,9 @@ const summary = (
 describe('RoutePlanner', () => {
   let planner: RoutePlanner;
   let close: () => Promise<void>;
-  beforeAll(async () => {
+  // Planned afresh for each test (not once in beforeAll), so mutation testing can tell
+  // which tests cover which planning code.
+  beforeEach(async () => {
     ({ planner, close } = await plannerFor(
       [
         ReportsController,
@@ -157,7 +159,7 @@ describe('RoutePlanner', () => {
       },
     ));
   });
-  afterAll(() => close());
+  afterEach(() => close());
 
   it("gives a handler without @RateLimit its controller's policies, under its own route id", () => {
     expect(summary(planner, ReportsController, 'inherits')).toEqual([
