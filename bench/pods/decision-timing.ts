@@ -28,9 +28,11 @@ export function stampDecisionTimes(store: RateLimitStore): void {
     const startedAt = Date.now();
     const decision = await decide(request);
     const response = currentResponse.getStore();
-    // A decision later than the deadline finds its response already sent under the
-    // failure mode: it stays unstamped, which is how the harness tells it from a decided one.
-    if (response && !response.headersSent) {
+    // Only a decision the store made counts: a stale answer (the script ran after the
+    // decision stopped being wanted) charged nothing and ends in the failure mode unless
+    // asked again, and a decision later than the deadline finds its response already sent
+    // under the failure mode. Unstamped, the harness counts them as failing open.
+    if (response && !response.headersSent && !decision.stale) {
       response.setHeader(DECISION_STARTED_HEADER, String(startedAt));
       response.setHeader(DECISION_ENDED_HEADER, String(Date.now()));
     }
