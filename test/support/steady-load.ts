@@ -21,6 +21,8 @@ export interface LoadSample {
   /** Pod-clock epoch ms bracketing the store call, when the target stamps them. */
   readonly decisionStartedAt?: number;
   readonly decisionEndedAt?: number;
+  /** Why there was no response, when status is 0. */
+  readonly error?: string;
 }
 
 export interface SteadyLoad {
@@ -49,6 +51,7 @@ export function startSteadyLoad(
       const record = (
         status: number,
         headers: Record<string, string | string[] | undefined> = {},
+        error?: Error,
       ): void => {
         const number = (name: string) =>
           typeof headers[name] === 'string' ? Number(headers[name]) : undefined;
@@ -62,6 +65,7 @@ export function startSteadyLoad(
           retryAfter: headers['retry-after'] as string | undefined,
           decisionStartedAt: number('x-decision-started-at'),
           decisionEndedAt: number('x-decision-ended-at'),
+          ...(error && { error: error.message }),
         });
         resolve();
       };
@@ -71,11 +75,11 @@ export function startSteadyLoad(
         (incoming) => {
           incoming.resume();
           incoming.once('end', () => record(incoming.statusCode ?? 0, incoming.headers));
-          incoming.once('error', () => record(0));
+          incoming.once('error', (error) => record(0, {}, error));
         },
       );
       outgoing.once('timeout', () => outgoing.destroy());
-      outgoing.once('error', () => record(0));
+      outgoing.once('error', (error) => record(0, {}, error));
       outgoing.end();
     });
     inFlight.add(done);
