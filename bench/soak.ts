@@ -6,7 +6,7 @@
  * resources (timers, sockets...) and the listeners on the Redis client and the process.
  * Prints one JSON report on the last line; test/e2e/soak.spec.ts asserts on it.
  * Run with --expose-gc. Options: --requests (default 200,000), --rounds (default 10),
- * --failure-mode (default 'open').
+ * --failure-mode (default 'open'; with 'local', each decides at a third of the limits).
  */
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
@@ -54,8 +54,9 @@ export interface SoakRound {
   readonly heapUsedBytes: number;
   /** process.getActiveResourcesInfo(), counted by type. */
   readonly resources: Record<string, number>;
-  readonly clientListeners: number;
-  readonly processListeners: number;
+  /** Listeners by event name, on the Redis client and on the process. */
+  readonly clientListeners: Record<string, number>;
+  readonly processListeners: Record<string, number>;
 }
 
 export interface SoakReport {
@@ -108,7 +109,8 @@ const redis = await startRedisServer();
   imports: [
     RateLimitModule.forRoot({
       redis: redis.url,
-      failureMode: options['failure-mode'] as 'open',
+      failureMode: options['failure-mode'] as 'open' | 'local',
+      ...(options['failure-mode'] === 'local' && { instances: 3 }),
       // Every decision goes to Redis, so each fault meets load: with the deny cache on,
       // a round of mostly denied clients can end before anything asks Redis again.
       denyCache: false,
@@ -120,8 +122,11 @@ class SoakModule {}
 const app = await NestFactory.createApplicationContext(SoakModule, { logger: false });
 const limiter = app.get(RateLimiter);
 const client = app.get<Redis>(RATE_LIMIT_REDIS);
-const listenerCount = (emitter: NodeJS.EventEmitter) =>
-  emitter.eventNames().reduce((sum, name) => sum + emitter.listenerCount(name), 0);
+/** Listeners by event name. */
+const listenerCounts = (emitter: NodeJS.EventEmitter): Record<string, number> =>
+  Object.fromEntries(
+    emitter.eventNames().map((name) => [String(name), emitter.listenerCount(name)]),
+  );
 
 /** Waits until Redis decides again after the last round's fault (the client reconnects). */
 async function untilDecided(): Promise<void> {
@@ -175,8 +180,8 @@ try {
       ...counts,
       heapUsedBytes: process.memoryUsage().heapUsed,
       resources,
-      clientListeners: listenerCount(client),
-      processListeners: listenerCount(process),
+      clientListeners: listenerCounts(client),
+      processListeners: listenerCounts(process),
     });
   }
 } finally {
