@@ -5,13 +5,15 @@
  * parent closes stdin, so no pod outlives the test or benchmark that started it.
  */
 import 'reflect-metadata';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { AddressInfo } from 'node:net';
 import {
   Controller,
   type DynamicModule,
   type ExecutionContext,
   Get,
+  type INestApplication,
   Module,
   type Type,
 } from '@nestjs/common';
@@ -27,6 +29,7 @@ import { stampDecisionTimes, withResponseScope } from './decision-timing.js';
 import { NaiveRedisGuard } from './naive-redis.guard.js';
 import {
   CLIENT_KEY_HEADER,
+  LOOP_DELAY_PATH,
   POD_CONFIG_ENV,
   type PodConfig,
   type PodRoutePolicy,
@@ -126,9 +129,23 @@ function blockEventLoop({ everyMs, forMs }: NonNullable<PodConfig['blockEventLoo
   }, everyMs).unref();
 }
 
+/**
+ * GET LOOP_DELAY_PATH (outside Nest, never limited): this pod's largest event-loop delay in
+ * ms since the previous call, i.e. how late the pod itself was running meanwhile.
+ */
+function serveLoopDelay(app: INestApplication): void {
+  const delay = monitorEventLoopDelay({ resolution: 5 });
+  delay.enable();
+  app.use(LOOP_DELAY_PATH, (_request: unknown, response: ServerResponse) => {
+    response.end(String(delay.max / 1e6));
+    delay.reset();
+  });
+}
+
 const config = readConfig();
 if (config.blockEventLoop) blockEventLoop(config.blockEventLoop);
 const app = await NestFactory.create(podModule(config), { logger: ['error'] });
+serveLoopDelay(app);
 app.use(withResponseScope);
 if (config.variant !== 'naive-redis') stampDecisionTimes(app.get<RateLimitStore>(RATE_LIMIT_STORE));
 await app.listen(0, '127.0.0.1');

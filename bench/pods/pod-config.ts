@@ -47,6 +47,8 @@ export const DECISION_ENDED_HEADER = 'x-decision-ended-at';
 export const READY_LINE = /^pod listening on (\d+)$/m;
 
 export const routePath = (route: string): string => `/limited/${route}`;
+/** A pod's largest event-loop delay (ms) since the previous request to this path. */
+export const LOOP_DELAY_PATH = '/loop-delay';
 
 /**
  * A window so long that nothing refills or slides out during a run, and an epoch-aligned

@@ -9,6 +9,7 @@ import {
   CLOCK_SKEW_ENV,
   DECISION_ENDED_HEADER,
   DECISION_STARTED_HEADER,
+  LOOP_DELAY_PATH,
   POD_CONFIG_ENV,
   type PodConfig,
   READY_LINE,
@@ -67,6 +68,8 @@ export interface PodFleet {
   readonly ports: readonly number[];
   /** Sends `requests` requests, request i to pod i mod N, `concurrency` at a time. */
   fire(load: LoadSpec): Promise<LoadReport>;
+  /** Each pod's largest event-loop delay in ms since the previous call (see LOOP_DELAY_PATH). */
+  loopDelays(): Promise<number[]>;
   /** Stops every pod and waits for them to exit. */
   stop(): Promise<void>;
 }
@@ -158,7 +161,17 @@ export async function startPodFleet(options: PodFleetOptions): Promise<PodFleet>
   }
   // Pods stamp every response their store decided; the naive guard has no store to stamp.
   const stamped = options.config.variant !== 'naive-redis';
-  return { ports: pods.map((pod) => pod.port), fire: (load) => fire(pods, load, stamped), stop };
+  return {
+    ports: pods.map((pod) => pod.port),
+    fire: (load) => fire(pods, load, stamped),
+    loopDelays: () =>
+      Promise.all(
+        pods.map(async ({ port }) =>
+          Number(await (await fetch(`http://${HOST}:${port}${LOOP_DELAY_PATH}`)).text()),
+        ),
+      ),
+    stop,
+  };
 }
 
 async function fire(pods: readonly Pod[], load: LoadSpec, stamped: boolean): Promise<LoadReport> {

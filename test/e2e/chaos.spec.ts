@@ -28,6 +28,8 @@ interface Fault {
   /** Epoch ms: from the fault's start until Redis is back. */
   start: number;
   end: number;
+  /** The largest event-loop delay of any pod during the fault, in ms. */
+  podLagMs: number;
 }
 
 /** Each fault in turn: starts it, and resolves once Redis is back. */
@@ -81,9 +83,11 @@ async function runChaos(redis: RedisServer, fleet: PodFleet) {
   await sleep(2 * WINDOW_MS);
   const faults: Fault[] = [];
   for (const [name, inject] of FAULTS) {
-    const fault: Fault = { name, start: Date.now(), end: 0 };
+    await fleet.loopDelays();
+    const fault: Fault = { name, start: Date.now(), end: 0, podLagMs: 0 };
     await inject(redis);
     fault.end = Date.now();
+    fault.podLagMs = Math.max(...(await fleet.loopDelays()));
     faults.push(fault);
     await sleep(SETTLE_MS);
   }
@@ -167,31 +171,29 @@ function report(mode: string, samples: readonly LoadSample[], faults: readonly F
       during.map((sample) => sample.doneAt - sample.sentAt),
       99,
     );
-    return `  ${fault.name}: ${fault.end - fault.start} ms, p99 ${p99.toFixed(0)} ms, statuses ${JSON.stringify(statuses)}${errors.length > 0 ? `, errors ${errors.join('; ')}` : ''}`;
+    return `  ${fault.name}: ${fault.end - fault.start} ms, pod lag ${fault.podLagMs.toFixed(0)} ms, p99 ${p99.toFixed(0)} ms, statuses ${JSON.stringify(statuses)}${errors.length > 0 ? `, errors ${errors.join('; ')}` : ''}`;
   });
   console.log(
     `chaos, failureMode '${mode}', ${samples.length} requests, p99 ` +
-      `${JSON.stringify(latencyP99(samples, faults))} ms:\n${lines.join('\n')}`,
+      `${JSON.stringify(faultLatency(samples, faults))} ms:\n${lines.join('\n')}`,
   );
 }
 
 /**
- * p99 latency of the requests that overlapped a fault that lasted (over all of them: one
- * fault holds too few requests for a 99th percentile that is not just its maximum), and of
- * the requests in healthy windows: what this machine's load adds to any request.
+ * p99 latency of the requests that overlapped a fault that lasted, over all of them (one
+ * fault holds too few requests for a 99th percentile that is not just its maximum), and the
+ * largest event-loop delay any pod had meanwhile: a pod that is late itself waits longer
+ * for its answer by design (see "Late is not silent" in the README), up to `maxWait`.
  */
-function latencyP99(samples: readonly LoadSample[], faults: readonly Fault[]) {
+function faultLatency(samples: readonly LoadSample[], faults: readonly Fault[]) {
   const lasting = faults.filter((fault) => fault.end - fault.start >= FAULT_MS);
-  const healthy = healthyWindows(samples, faults);
-  const latency = (sample: LoadSample) => sample.doneAt - sample.sentAt;
-  const during = samples.filter((sample) =>
-    lasting.some((fault) => overlaps(sample, fault.start, fault.end)),
-  );
-  const calm = samples.filter((sample) => healthy.has(Math.floor(sample.sentAt / WINDOW_MS)));
-  expect(during.length).toBeGreaterThan(300);
+  const latencies = samples
+    .filter((sample) => lasting.some((fault) => overlaps(sample, fault.start, fault.end)))
+    .map((sample) => sample.doneAt - sample.sentAt);
+  expect(latencies.length).toBeGreaterThan(300);
   return {
-    fault: percentile(during.map(latency), 99),
-    healthy: percentile(calm.map(latency), 99),
+    p99: percentile(latencies, 99),
+    podLag: Math.round(Math.max(...lasting.map((fault) => fault.podLagMs))),
   };
 }
 
@@ -202,10 +204,9 @@ const MODES = {
   /** No 5xx at all, and a fault costs a request no more than the deadline. */
   open(samples: readonly LoadSample[], faults: readonly Fault[]) {
     expect(statusesOf(samples)).toEqual([200, 429]);
-    // A fault adds at most the deadline plus 50 ms to p99. (On a quiet machine healthy p99 is
-    // a few ms; on a crowded one it holds what CPU contention adds to every request.)
-    const p99 = latencyP99(samples, faults);
-    expect(p99.fault - p99.healthy).toBeLessThanOrEqual(TIMEOUT_MS + 50);
+    // Within the deadline plus 50 ms, plus the pods' own lag (a few ms on a quiet machine).
+    const { p99, podLag } = faultLatency(samples, faults);
+    expect(p99).toBeLessThanOrEqual(TIMEOUT_MS + 50 + podLag);
   },
   /** 503 with Retry-After, and only from a fault's start until limiting is due back. */
   closed(samples: readonly LoadSample[], faults: readonly Fault[]) {
