@@ -48,6 +48,8 @@ export class RateLimiter implements OnApplicationShutdown {
   private readonly resolved = new WeakMap<RateLimitPolicy, ResolvedPolicy>();
   /** Denials known to this instance (see DenyCache); off in dry runs. */
   private readonly denials: DenyCache | undefined;
+  /** What consume and peek need of one policy or array argument, by that argument. */
+  private readonly prepared = new WeakMap<RateLimitPolicy | RateLimitPolicy[], PreparedCall>();
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
@@ -173,17 +175,42 @@ export class RateLimiter implements OnApplicationShutdown {
     });
   }
 
-  private async decideFor(
+  /** Not async: consume and peek are hot paths too. */
+  private decideFor(
     mode: DecisionMode,
     key: string,
     policies: RateLimitPolicy | RateLimitPolicy[],
     cost: number | undefined,
   ): Promise<RateLimitDecision> {
-    const resolved = this.resolve(policies);
-    const costs = resolved.map(
-      (policy) => cost ?? (typeof policy.cost === 'number' ? policy.cost : 1),
+    let call: PreparedCall;
+    try {
+      call = this.prepare(policies);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const count = call.policies.length;
+    return this.decide(
+      mode,
+      count === 1 ? [key] : Array<string>(count).fill(key),
+      call.policies,
+      cost === undefined ? call.costs : Array<number>(count).fill(cost),
     );
-    return this.decide(mode, Array(resolved.length).fill(key), resolved, costs);
+  }
+
+  /** The resolved policies and default costs of an argument, prepared on its first use. */
+  private prepare(policies: RateLimitPolicy | RateLimitPolicy[]): PreparedCall {
+    const known = this.prepared.get(policies);
+    // An array may have changed since: it is prepared again if its elements did.
+    if (known && (!Array.isArray(policies) || sameElements(known.sources, policies))) return known;
+    const sources = Array.isArray(policies) ? [...policies] : [policies];
+    const resolved = this.resolve(sources);
+    const call: PreparedCall = {
+      sources,
+      policies: resolved,
+      costs: resolved.map((policy) => (typeof policy.cost === 'number' ? policy.cost : 1)),
+    };
+    this.prepared.set(policies, call);
+    return call;
   }
 
   private resolve(policies: RateLimitPolicy | RateLimitPolicy[]): ResolvedPolicy[] {
@@ -226,4 +253,18 @@ function isBeyondCapacity(policy: ResolvedPolicy, cost: number): boolean {
     );
   }
   return cost > policy.maxCost;
+}
+
+interface PreparedCall {
+  /** The argument's policies when prepared. */
+  readonly sources: readonly RateLimitPolicy[];
+  readonly policies: readonly ResolvedPolicy[];
+  /** Each policy's numeric cost, else 1: the costs of a call that names none. */
+  readonly costs: readonly number[];
+}
+
+function sameElements<T>(a: readonly T[], b: readonly T[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

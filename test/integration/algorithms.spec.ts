@@ -293,6 +293,17 @@ describe.each<StoreKind>(['redis', 'memory'])('%s store', (kind) => {
       expect((await fixture.limiter.peek(key, roomy)).results[0].remaining).toBe(4);
     });
 
+    it('follows a policies array changed after its first use', async () => {
+      const list: RateLimitPolicy[] = [{ name: 'a', ...policy }];
+      expect((await consume(list)).results.map((result) => result.policy)).toEqual(['a']);
+      list.push({ name: 'b', ...policy, limit: 5 });
+      const both = await consume(list, 1);
+      expect(both.results.map((result) => [result.policy, result.remaining])).toEqual([
+        ['a', 0],
+        ['b', 4],
+      ]);
+    });
+
     it('rejects (not throws) an invalid policy given to the service', async () => {
       const pending = fixture.limiter.consume(key, { limit: 0, window: '1s' });
       await expect(pending).rejects.toThrow(/limit must be a positive integer/);

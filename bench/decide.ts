@@ -1,0 +1,225 @@
+/**
+ * What one decision costs on Redis and how many one Node process gets through: for each
+ * algorithm with one policy, and for routes of two and three policies, the library's
+ * `RateLimiter.consume` against raw ioredis EVALSHA of the very script it sends, against a
+ * minimal script of the same semantics (bench/minimal-scripts.ts), and against
+ * rate-limiter-flexible's RateLimiterRedis.consume and @nest-lab/throttler-storage-redis's
+ * increment (both fixed windows). Every variant runs IN_FLIGHT decisions at a time over
+ * KEYS client keys on one private redis-server, every decision admitted; Redis CPU comes
+ * from CONFIG RESETSTAT, then INFO commandstats (all commands' usec / decisions). Variants
+ * are interleaved round by round; medians are reported.
+ *
+ *   npm run bench:decide   (DECIDE_REQUESTS, DECIDE_ROUNDS, DECIDE_IN_FLIGHT, DECIDE_KEYS)
+ */
+import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
+import { Redis } from 'ioredis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { type Algorithm, ALGORITHMS, type RateLimitPolicy } from '../lib/index.js';
+import { RateLimiter } from '../lib/rate-limiter.service.js';
+import { resolveOptions } from '../lib/resolved-options.js';
+import { resolvePolicies } from '../lib/resolved-policy.js';
+import { composeDecideScript } from '../lib/stores/lua-script.js';
+import { RedisStore } from '../lib/stores/redis.store.js';
+import { startRedisServer } from '../test/support/redis-server.js';
+import { MINIMAL_SCRIPTS } from './minimal-scripts.js';
+
+const REQUESTS = Number(process.env.DECIDE_REQUESTS ?? 100_000);
+const ROUNDS = Number(process.env.DECIDE_ROUNDS ?? 3);
+const IN_FLIGHT = Number(process.env.DECIDE_IN_FLIGHT ?? 256);
+const KEYS = Number(process.env.DECIDE_KEYS ?? 100_000);
+/** High enough that every decision admits: the path that reads, decides and writes. */
+const LIMIT = 1_000_000_000;
+const WINDOW_MS = 60_000;
+
+type Call = (i: number) => Promise<unknown>;
+interface Sample {
+  perSecond: number;
+  /** The scripts' own time: what Redis spent on the decisions. */
+  redisMicros: number;
+  /** Every command INFO lists, as the issue's first figures were taken (see below). */
+  allCommandsMicros: number;
+  /** This process's CPU per decision: the client side's cost, steadier than decisions/s. */
+  nodeMicros: number;
+}
+
+/**
+ * The commands a client sends. INFO commandstats also lists the commands a script runs
+ * (GET, SET, ...), whose time is already inside the script's: summing every line counts
+ * it twice, and more so for scripts that make more calls.
+ */
+const TOP_LEVEL = /^(eval|evalsha|eval_ro|evalsha_ro|fcall|fcall_ro)$/;
+
+const policyOf = (algorithm: Algorithm, name = 'default'): RateLimitPolicy => ({
+  name,
+  algorithm,
+  limit: LIMIT,
+  window: WINDOW_MS,
+});
+const ROUTES: Record<string, RateLimitPolicy[]> = {
+  'route: fixed window + sliding window counter': [
+    policyOf('fixed-window', 'second'),
+    policyOf('sliding-window-counter', 'minute'),
+  ],
+  'route: token bucket + fixed window + sliding window counter': [
+    policyOf('token-bucket', 'burst'),
+    policyOf('fixed-window', 'second'),
+    policyOf('sliding-window-counter', 'minute'),
+  ],
+};
+
+const redis = await startRedisServer();
+const clientOptions = { enableAutoPipelining: true, maxRetriesPerRequest: 0 };
+const client = new Redis(redis.url, clientOptions);
+const admin = new Redis(redis.url);
+// The deadline still runs on every call; a busy shared machine must not turn one into a 503.
+const limiter = new RateLimiter(resolveOptions({ timeout: 10_000 }), new RedisStore(client, false));
+const clientKey = (i: number) => `client-${i % KEYS}`;
+const closers: (() => void)[] = [() => client.disconnect(), () => admin.disconnect()];
+
+/** IN_FLIGHT loops calling `call` until `requests` have been decided; Redis usec per decision. */
+async function measure(call: Call, requests: number): Promise<Sample> {
+  await admin.flushall();
+  await call(0); // loads the script, so every variant is measured warm
+  await admin.config('RESETSTAT');
+  let next = 0;
+  const started = process.hrtime.bigint();
+  const cpu = process.cpuUsage();
+  const loop = async () => {
+    while (next < requests) await call(next++);
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, loop));
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const { user, system } = process.cpuUsage(cpu);
+  const stats = await admin.info('commandstats');
+  let micros = 0;
+  let allMicros = 0;
+  for (const [, command, usec] of stats.matchAll(/cmdstat_([^:]+):calls=\d+,usec=(\d+)/g)) {
+    if (TOP_LEVEL.test(command)) micros += Number(usec);
+    if (command !== 'info' && command !== 'config') allMicros += Number(usec);
+  }
+  return {
+    perSecond: requests / seconds,
+    redisMicros: micros / requests,
+    allCommandsMicros: allMicros / requests,
+    nodeMicros: (user + system) / requests,
+  };
+}
+
+/** Raw EVALSHA (ioredis defineCommand) of `lua`, on the same client as the library. */
+function scriptCall(name: string, lua: string, args: (i: number) => (string | number)[]): Call {
+  client.defineCommand(name, { lua });
+  const command = (
+    client as unknown as Record<string, (...a: (string | number)[]) => Promise<unknown>>
+  )[name].bind(client);
+  return (i) => command(...args(i));
+}
+
+/** The variants of one row, by label; the library first. */
+function variantsFor(label: string, policies: RateLimitPolicy[]): Record<string, Call> {
+  const resolved = resolvePolicies(policies, { label, defaultScope: 'global' });
+  const keysOf = (i: number) => resolved.map((policy) => `rl:{${clientKey(i)}}${policy.keySuffix}`);
+  const variants: Record<string, Call> = {
+    library: (i) => limiter.consume(clientKey(i), policies),
+    'raw EVALSHA, library script': scriptCall(
+      `bench:${label}`,
+      composeDecideScript(resolved.map((policy) => policy.algorithm)),
+      (i) => [
+        resolved.length,
+        ...keysOf(i),
+        'consume',
+        '',
+        0,
+        '',
+        ...resolved.flatMap((policy) => [...policy.scriptArgs, 1]),
+      ],
+    ),
+  };
+  if (policies.length === 1) {
+    variants['minimal script'] = scriptCall(
+      `minimal:${label}`,
+      MINIMAL_SCRIPTS[policies[0].algorithm!],
+      (i) => [1, ...keysOf(i), ...resolved[0].scriptArgs, 1],
+    );
+  }
+  if (label === 'fixed-window') {
+    const flexible = new RateLimiterRedis({
+      storeClient: client,
+      points: LIMIT,
+      duration: WINDOW_MS / 1000,
+      keyPrefix: 'rlf',
+    });
+    variants['rate-limiter-flexible'] = (i) => flexible.consume(clientKey(i));
+    const throttler = new ThrottlerStorageRedisService(redis.url, clientOptions);
+    closers.push(() => throttler.onModuleDestroy());
+    variants['@nest-lab/throttler-storage-redis'] = (i) =>
+      throttler.increment(clientKey(i), WINDOW_MS, LIMIT, WINDOW_MS, 'default');
+  }
+  return variants;
+}
+
+const rows: [string, Record<string, Call>][] = [
+  ...ALGORITHMS.map((algorithm): [string, Record<string, Call>] => [
+    algorithm,
+    variantsFor(algorithm, [policyOf(algorithm)]),
+  ]),
+  ...Object.entries(ROUTES).map(([label, policies]): [string, Record<string, Call>] => [
+    label,
+    variantsFor(label, policies),
+  ]),
+];
+const samples = new Map<string, Sample[]>();
+try {
+  // Round 0 warms the JIT, the connections and Redis's allocator, and is not counted.
+  for (let round = 0; round <= ROUNDS; round++) {
+    for (const [row, variants] of rows) {
+      for (const [variant, call] of Object.entries(variants)) {
+        const sample = await measure(call, round === 0 ? REQUESTS / 5 : REQUESTS);
+        if (round === 0) continue;
+        const id = `${row}|${variant}`;
+        samples.set(id, [...(samples.get(id) ?? []), sample]);
+        console.error(
+          `round ${round} ${row} / ${variant}: ${sample.perSecond.toFixed(0)}/s, ${sample.redisMicros.toFixed(2)} us`,
+        );
+      }
+    }
+  }
+} finally {
+  closers.forEach((close) => close());
+  await redis.stop();
+}
+
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const medianOf = (row: string, variant: string, field: keyof Sample) =>
+  median(samples.get(`${row}|${variant}`)!.map((sample) => sample[field]));
+
+console.log(
+  `\n${REQUESTS} decisions per variant, ${IN_FLIGHT} in flight, ${KEYS} keys, median of ${ROUNDS} rounds\n`,
+);
+console.log(
+  '| row | variant | decisions/s | vs raw EVALSHA | Node µs/decision | Redis µs/decision | vs minimal | all commands µs | vs minimal |',
+);
+console.log('|---|---|---|---|---|---|---|---|---|');
+for (const [row, variants] of rows) {
+  const raw = medianOf(row, 'raw EVALSHA, library script', 'perSecond');
+  // A route's floor is the sum of its policies' minimal scripts, each measured on its own.
+  const floor = (field: keyof Sample) =>
+    (ROUTES[row] ?? [{ algorithm: row as Algorithm }]).reduce(
+      (sum, policy) => sum + medianOf(policy.algorithm!, 'minimal script', field),
+      0,
+    );
+  const [scripts, all] = [floor('redisMicros'), floor('allCommandsMicros')];
+  for (const variant of Object.keys(variants)) {
+    const at = (field: keyof Sample) => medianOf(row, variant, field);
+    console.log(
+      `| ${row} | ${variant} | ${at('perSecond').toFixed(0)} | ${(at('perSecond') / raw).toFixed(2)}x | ` +
+        `${at('nodeMicros').toFixed(1)} | ${at('redisMicros').toFixed(2)} | ${(at('redisMicros') / scripts).toFixed(2)}x | ` +
+        `${at('allCommandsMicros').toFixed(2)} | ${(at('allCommandsMicros') / all).toFixed(2)}x |`,
+    );
+  }
+  if (row in ROUTES) {
+    console.log(
+      `| ${row} | sum of minimal scripts | | | | ${scripts.toFixed(2)} | 1.00x | ${all.toFixed(2)} | 1.00x |`,
+    );
+  }
+}
