@@ -4,19 +4,22 @@
 -- 0, I, ..., (burst - 1) * I, and the next is denied until I has passed. The caller waits
 -- `delay` before proceeding.
 -- State (string): next, the time the queue is free again.
-local function leaky_bucket(key, now, limit, window, burst, cost, charge)
+local function leaky_bucket(key, now, limit, window, burst, cost, charge, state)
   local interval = window / limit
-  local start = math.max(now, tonumber(redis.call('GET', key) or '0'))
+  if state == nil then
+    state = redis.call('GET', key)
+  end
+  local start = math.max(now, tonumber(state or '0'))
   local wait = start - now
   if wait > (burst - cost) * interval then
     return false, burst - wait / interval, wait, wait - (burst - cost) * interval, 0
   end
   if not charge then
-    return true, burst - wait / interval, wait, 0, wait
+    return true, burst - wait / interval, wait, 0, wait, state
   end
   local next_free = start + cost * interval
   local backlog = next_free - now
   -- A number argument reaches Redis as '%.17g': exact.
-  redis.call('SET', key, next_free, 'PX', lifetime(backlog))
+  redis.call('SET', key, next_free, 'PX', math.max(math.ceil(backlog), ttl_floor, 1))
   return true, burst - backlog / interval, backlog, 0, wait
 end

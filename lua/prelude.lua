@@ -6,9 +6,12 @@
 --          wanted until (epoch ms in Redis time; '' for no limit), then four values per
 --          policy: limit, window (ms), burst, cost
 -- Each algorithm is one function
---   step(key, now, limit, window, burst, cost, charge) -> allowed, remaining, reset, retry, delay
+--   step(key, now, limit, window, burst, cost, charge, state)
+--     -> allowed, remaining, reset, retry, delay[, state]
 -- that reads its state and decides; only when `charge` is set and it admits does it write the
--- charged state (with its expiry) and report remaining and reset after the charge.
+-- charged state (with its expiry) and report remaining and reset after the charge. An
+-- admission without `charge` also returns what it read, so that a charging pass given it
+-- back (`state`) need not read again; nil `state` means "read it".
 -- Reply: admitted (1 | 0), then allowed, remaining, reset, retry, delay per policy; or -1 alone
 -- when the caller's wait ended before the script ran: nothing read, nothing charged.
 local mode = ARGV[1]
@@ -33,21 +36,11 @@ local function num(x)
   return string.format('%.17g', x)
 end
 
--- A key lives exactly as long as its state can still change a decision. The floor is for
--- virtual clocks, whose milliseconds may pass more slowly than Redis's real ones.
-local function lifetime(ms)
-  return math.max(math.ceil(ms), ttl_floor, 1)
-end
-
--- States of two or three numbers are one string 'a:b[:c]', written with one SET ... PX.
--- Returns the numbers after the first and second ':' (nil when absent).
-local function split(state)
-  local first = string.find(state, ':', 1, true)
-  local second = string.find(state, ':', first + 1, true)
-  if second then
-    return tonumber(string.sub(state, 1, first - 1)),
-      tonumber(string.sub(state, first + 1, second - 1)),
-      tonumber(string.sub(state, second + 1))
-  end
-  return tonumber(string.sub(state, 1, first - 1)), tonumber(string.sub(state, first + 1))
-end
+-- Every script is compiled once but runs top to bottom on each call, so each function
+-- defined here costs an allocation per decision: helpers stay few, and small ones are
+-- written out where they are used. Two conventions the algorithms share:
+-- - a key lives exactly as long as its state can still change a decision, and at least
+--   ttl_floor: math.max(math.ceil(ms), ttl_floor, 1) (the floor is for virtual clocks,
+--   whose milliseconds may pass more slowly than Redis's real ones);
+-- - a state of two or three numbers is one string 'a:b[:c]', read with one GET, parsed
+--   with one string.match and written with one SET ... PX.

@@ -3,17 +3,20 @@
 -- still covers: estimate = previous * (1 - elapsed / window) + current. Two numbers per
 -- client and near-exact.
 -- State (string): 'index:current:previous', the current window's index and count and the
--- previous window's count.
-local function sliding_window_counter(key, now, limit, window, _, cost, charge)
+-- previous window's count (integers).
+local function sliding_window_counter(key, now, limit, window, _, cost, charge, state)
   local index = math.floor(now / window)
   local previous, current = 0, 0
-  local state = redis.call('GET', key)
+  if state == nil then
+    state = redis.call('GET', key)
+  end
   if state then
-    local stored, n, p = split(state)
+    local stored, n, p = string.match(state, '^(.*):(.*):(.*)$')
+    stored = tonumber(stored)
     if stored == index then
-      current, previous = n, p
+      current, previous = tonumber(n), tonumber(p)
     elseif stored == index - 1 then
-      previous = n
+      previous = tonumber(n)
     end
   end
   local elapsed = now - index * window
@@ -28,11 +31,11 @@ local function sliding_window_counter(key, now, limit, window, _, cost, charge)
   end
   if estimate + cost <= limit then
     if not charge then
-      return true, limit - estimate, reset, 0, 0
+      return true, limit - estimate, reset, 0, 0, state
     end
     current = current + cost
-    redis.call('SET', key, string.format('%.17g:%.17g:%.17g', index, current, previous), 'PX',
-      lifetime(to_end + window))
+    redis.call('SET', key, string.format('%d:%d:%d', index, current, previous), 'PX',
+      math.max(math.ceil(to_end + window), ttl_floor, 1))
     return true, limit - (previous * weight + current), to_end + window, 0, 0
   end
   -- Earliest t with the estimate at now + t low enough: first within this window, as the

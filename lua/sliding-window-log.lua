@@ -1,13 +1,18 @@
 -- Sliding window log: exact. One sorted-set entry (scored by its time) per unit of cost
 -- admitted in (now - window, now]; denied requests store nothing, and the set never holds
 -- more than `limit` entries.
-local function sliding_window_log(key, now, limit, window, _, cost, charge)
+-- Its state, passed back by a charging pass, is { count, reset } as the check found them.
+local function sliding_window_log(key, now, limit, window, _, cost, charge, state)
   local since = '(' .. num(now - window)
-  local count = redis.call('ZCOUNT', key, since, '+inf')
-  local reset = 0
-  if count > 0 then
-    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    reset = tonumber(newest[2]) + window - now
+  local count, reset = 0, 0
+  if state then
+    count, reset = state[1], state[2]
+  else
+    count = redis.call('ZCOUNT', key, since, '+inf')
+    if count > 0 then
+      local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+      reset = tonumber(newest[2]) + window - now
+    end
   end
   if count + cost > limit then
     -- The request fits once the oldest (count + cost - limit) entries have aged out.
@@ -16,7 +21,7 @@ local function sliding_window_log(key, now, limit, window, _, cost, charge)
     return false, limit - count, reset, tonumber(blocking[2]) + window - now, 0
   end
   if not charge then
-    return true, limit - count, reset, 0, 0
+    return true, limit - count, reset, 0, 0, { count, reset }
   end
   local stamp = num(now)
   redis.call('ZREMRANGEBYSCORE', key, '-inf', num(now - window))
@@ -36,6 +41,6 @@ local function sliding_window_log(key, now, limit, window, _, cost, charge)
   -- Only a lowered limit can leave more entries than it allows; keep the newest.
   redis.call('ZREMRANGEBYRANK', key, 0, -(limit + 1))
   reset = math.max(reset, window)
-  redis.call('PEXPIRE', key, lifetime(reset))
+  redis.call('PEXPIRE', key, math.max(math.ceil(reset), ttl_floor, 1))
   return true, limit - (count + cost), reset, 0, 0
 end

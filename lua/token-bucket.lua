@@ -3,25 +3,30 @@
 -- State (string): 'level:ts'. The level counts tokens times the window, so refill is
 -- elapsed * limit: whole numbers for whole milliseconds, and fractions of a token stay
 -- exact instead of drifting through repeated divisions.
-local function token_bucket(key, now, limit, window, burst, cost, charge)
+local function token_bucket(key, now, limit, window, burst, cost, charge, state)
   local capacity = burst * window
   local level, ts = capacity, now
-  local state = redis.call('GET', key)
+  if state == nil then
+    state = redis.call('GET', key)
+  end
   if state then
     -- Never move ts backwards: a pod whose clock runs behind (clock: 'local') would
     -- otherwise make the next pod refill the same interval twice.
-    local stored, last = split(state)
+    local stored, last = string.match(state, '^(.*):(.*)$')
+    last = tonumber(last)
     ts = math.max(now, last)
-    level = math.min(capacity, stored + (ts - last) * limit)
+    level = math.min(capacity, tonumber(stored) + (ts - last) * limit)
   end
   local need = cost * window
   if level < need then
     return false, level / window, (capacity - level) / limit, (need - level) / limit, 0
   end
-  if charge then
-    level = level - need
-    local reset = (capacity - level) / limit
-    redis.call('SET', key, string.format('%.17g:%.17g', level, ts), 'PX', lifetime(reset + (ts - now)))
+  if not charge then
+    return true, level / window, (capacity - level) / limit, 0, 0, state
   end
-  return true, level / window, (capacity - level) / limit, 0, 0
+  level = level - need
+  local reset = (capacity - level) / limit
+  redis.call('SET', key, string.format('%.17g:%.17g', level, ts), 'PX',
+    math.max(math.ceil(reset + (ts - now)), ttl_floor, 1))
+  return true, level / window, reset, 0, 0
 end
