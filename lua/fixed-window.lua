@@ -9,7 +9,7 @@ local function fixed_window(key, now, limit, window, _, cost, charge, state)
     state = redis.call('GET', key)
   end
   if state then
-    local stored, n = string.match(state, '^(.*):(.*)$')
+    local stored, n = string.match(state, '^([^:]*):([^:]*)$')
     if tonumber(stored) == index then
       count = tonumber(n)
     end

@@ -11,7 +11,7 @@ local function sliding_window_counter(key, now, limit, window, _, cost, charge, 
     state = redis.call('GET', key)
   end
   if state then
-    local stored, n, p = string.match(state, '^(.*):(.*):(.*)$')
+    local stored, n, p = string.match(state, '^([^:]*):([^:]*):([^:]*)$')
     stored = tonumber(stored)
     if stored == index then
       current, previous = tonumber(n), tonumber(p)

@@ -12,7 +12,7 @@ local function token_bucket(key, now, limit, window, burst, cost, charge, state)
   if state then
     -- Never move ts backwards: a pod whose clock runs behind (clock: 'local') would
     -- otherwise make the next pod refill the same interval twice.
-    local stored, last = string.match(state, '^(.*):(.*)$')
+    local stored, last = string.match(state, '^([^:]*):([^:]*)$')
     last = tonumber(last)
     ts = math.max(now, last)
     level = math.min(capacity, tonumber(stored) + (ts - last) * limit)
