@@ -40,7 +40,13 @@ export class DecisionReporter {
       outcome,
       route: plan.route,
       policies: plan.policies.map((policy) => policy.name),
-      outcomes: plan.policies.map(() => outcome),
+      outcomes: plan.policies.map((policy, i) =>
+        policy.shadow && decision
+          ? decision.results[i].allowed
+            ? 'allowed'
+            : 'shadow_denied'
+          : outcome,
+      ),
       keys,
       results: decision?.results ?? [],
       ...(error && { error }),

@@ -17,11 +17,16 @@ export interface PolicyResult {
   resetMs: number;
   /** 0 when allowed; else the earliest time a retry can succeed, all else unchanged. */
   retryAfterMs: number;
-  /** Leaky bucket: how long to wait before proceeding; else 0. */
+  /** Leaky bucket: how long to wait before proceeding; else 0 (always 0 for a shadow policy). */
   delayMs: number;
+  /**
+   * Set on a shadow policy's result: its `allowed` says what it would have decided, and
+   * never counts in the decision's (an extension of the contract).
+   */
+  shadow?: true;
 }
 
-/** The verdict on one request: admitted only if every policy admitted it. */
+/** The verdict on one request: admitted only if every policy (shadow policies aside) admitted it. */
 export interface RateLimitDecision {
   allowed: boolean;
   /** One per policy, in the order given. */

@@ -47,4 +47,12 @@ export interface RateLimitPolicy {
    * @default 'route' in decorators, 'global' in module policies
    */
   scope?: 'route' | 'global';
+  /**
+   * Trial the policy beside the enforced ones: it is decided, charged as if it were the
+   * route's only policy, shown in headers and `onDecision`, and a denial of its own is
+   * logged (at most every 5 s) but never blocks, nor stops the other policies charging.
+   * An extension.
+   * @default false
+   */
+  shadow?: boolean;
 }

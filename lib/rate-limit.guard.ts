@@ -139,7 +139,7 @@ export class RateLimitGuard implements CanActivate {
    * cost can pass, and the message says so.
    */
   protected deny(context: ExecutionContext, decision: RateLimitDecision): never {
-    const denied = decision.results.filter((result) => !result.allowed);
+    const denied = decision.results.filter((result) => !result.allowed && !result.shadow);
     const hopeless = denied.filter((result) => result.retryAfterMs === Infinity);
     const retryAfter = retryAfterSeconds(
       Math.max(

@@ -9,11 +9,12 @@ import { clientTag, policyKey } from './client-key.js';
 import { DenyCache } from './deny-cache.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_STORE } from './rate-limit.constants.js';
 import { RateLimitUnavailableException, retryAfterSeconds } from './rate-limit.exceptions.js';
-import type { RateLimitDecision } from './rate-limit-decision.interface.js';
+import type { PolicyResult, RateLimitDecision } from './rate-limit-decision.interface.js';
 import type { RateLimitPolicy } from './rate-limit-policy.interface.js';
 import type { ResolvedRateLimitOptions } from './resolved-options.js';
 import { type ResolvedPolicy, resolvePolicies } from './resolved-policy.js';
 import { StoreGate } from './store-gate.js';
+import { ThrottledLog } from './throttled-log.js';
 import type {
   DecideRequest,
   DecisionMode,
@@ -50,6 +51,7 @@ export class RateLimiter implements OnApplicationShutdown {
   private readonly denials: DenyCache | undefined;
   /** What consume and peek need of one policy or array argument, by that argument. */
   private readonly prepared = new WeakMap<RateLimitPolicy | RateLimitPolicy[], PreparedCall>();
+  private readonly shadowLog: ThrottledLog;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
@@ -58,7 +60,9 @@ export class RateLimiter implements OnApplicationShutdown {
     const { clock } = options;
     this.now = clock === 'redis' ? undefined : clock === 'local' ? Date.now : clock;
     this.ttlFloorMs = typeof clock === 'function' ? VIRTUAL_CLOCK_TTL_FLOOR_MS : 0;
-    this.gate = new StoreGate(store, options, new Logger('RateLimit'));
+    const logger = new Logger('RateLimit');
+    this.gate = new StoreGate(store, options, logger);
+    this.shadowLog = new ThrottledLog(logger);
     if (options.denyCacheEntries > 0 && !options.dryRun) {
       this.denials = new DenyCache(
         options.denyCacheEntries,
@@ -118,11 +122,25 @@ export class RateLimiter implements OnApplicationShutdown {
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
   ): Promise<RateLimitDecision> {
+    return this.decideTogether(mode, clientKeys, policies, costs, false);
+  }
+
+  /** One store call for all `policies`, unless some are shadows not yet set apart. */
+  private decideTogether(
+    mode: DecisionMode,
+    clientKeys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    shadowsApart: boolean,
+  ): Promise<RateLimitDecision> {
     const keys: string[] = [];
     let tag = '';
     let impossible = false;
     try {
       for (let i = 0; i < policies.length; i++) {
+        if (policies[i].shadow && !shadowsApart) {
+          return this.decideWithShadows(mode, clientKeys, policies, costs);
+        }
         if (isBeyondCapacity(policies[i], costs[i])) impossible = true;
         // Policies keyed alike (the usual case) share one tag: encode it once.
         if (i === 0 || clientKeys[i] !== clientKeys[i - 1]) tag = clientTag(clientKeys[i]);
@@ -173,6 +191,52 @@ export class RateLimiter implements OnApplicationShutdown {
       }
       return decision;
     });
+  }
+
+  /**
+   * The store decides all policies of a call atomically, charging all or none; so each
+   * shadow policy goes in a call of its own, sent alongside the enforced policies' call:
+   * it is charged as if it were alone, and its denial neither blocks nor keeps any other
+   * policy from charging. A store failure on any of the calls fails the decision.
+   */
+  private async decideWithShadows(
+    mode: DecisionMode,
+    clientKeys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    const enforced: number[] = [];
+    const shadows: number[] = [];
+    policies.forEach((policy, i) => (policy.shadow ? shadows : enforced).push(i));
+    const decidePart = (part: number[]) =>
+      this.decideTogether(
+        mode,
+        part.map((i) => clientKeys[i]),
+        part.map((i) => policies[i]),
+        part.map((i) => costs[i]),
+        true,
+      );
+    const [kept, ...trials] = await Promise.all([
+      enforced.length > 0 ? decidePart(enforced) : undefined,
+      ...shadows.map((i) => decidePart([i])),
+    ]);
+    const results: PolicyResult[] = [];
+    enforced.forEach((i, j) => (results[i] = kept!.results[j]));
+    shadows.forEach((i, j) => {
+      const result = trials[j]!.results[0];
+      // A shadow policy never holds a request back.
+      results[i] = { ...result, delayMs: 0, shadow: true };
+      if (!result.allowed) {
+        this.shadowLog.warn(
+          `shadow policy "${result.policy}" would have denied ${clientKeys[i]} (not enforced)`,
+        );
+      }
+    });
+    return {
+      allowed: kept?.allowed ?? true,
+      results,
+      ...(kept?.cached && { cached: true as const }),
+    };
   }
 
   /** Not async: consume and peek are hot paths too. */

@@ -17,6 +17,8 @@ export interface ResolvedPolicy {
   readonly cost: number | CostResolver;
   readonly keyBy: KeyResolver | undefined;
   readonly scope: 'route' | 'global';
+  /** Decided apart from the enforced policies, never denying (see RateLimitPolicy.shadow). */
+  readonly shadow: boolean;
   /** Appended to the client's hash tag to form this policy's key. */
   readonly keySuffix: string;
   /** The script arguments known at start-up: limit, window, burst. */
@@ -113,6 +115,9 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
   if (scope !== 'route' && scope !== 'global') {
     fail('scope', `must be 'route' or 'global' (got ${JSON.stringify(scope)})`);
   }
+  if (policy.shadow !== undefined && typeof policy.shadow !== 'boolean') {
+    fail('shadow', `must be true or false (got ${JSON.stringify(policy.shadow)})`);
+  }
   const routePart = scope === 'route' && source.routeId ? `:${source.routeId}` : '';
   return {
     name,
@@ -124,6 +129,7 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
     cost,
     keyBy: policy.keyBy,
     scope,
+    shadow: policy.shadow === true,
     keySuffix: `:${name}:${ALGORITHM_CODES[algorithm]}${routePart}`,
     scriptArgs: [String(policy.limit), String(windowMs), String(burst)],
   };

@@ -41,6 +41,7 @@ describe('resolveOptions', () => {
     [{ denyCache: 'yes' }, 'denyCache'],
     [{ denyCache: { maxEntries: 0 } }, 'denyCache'],
     [{ policies: [{ limit: 0, window: '1m' }] }, 'limit'],
+    [{ policies: [{ limit: 1, window: '1m', shadow: 'yes' }] }, 'shadow'],
   ])('rejects %p naming %s', (options, field) => {
     expect(() => resolveOptions(options as never)).toThrow(RateLimitConfigError);
     expect(() => resolveOptions(options as never)).toThrow(field);
