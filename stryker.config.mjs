@@ -31,5 +31,7 @@ export default {
   htmlReporter: { fileName: '.tmp/mutation/index.html' },
   jsonReporter: { fileName: '.tmp/mutation/mutation.json' },
   tempDirName: '.tmp/stryker',
+  // Reports and other runs' sandboxes stay out of the sandbox.
+  ignorePatterns: ['/.tmp', '/dist'],
   thresholds: { high: 90, low: 85, break: 85 },
 };

@@ -50,3 +50,41 @@ describe('MemoryStore sweep', () => {
     }
   });
 });
+
+describe('MemoryStore', () => {
+  const request = (wantedUntil?: number) => ({
+    mode: 'consume' as const,
+    keys: ['k'],
+    policies: resolvePolicies([{ algorithm: 'fixed-window', limit: 1, window: '1h' }], {
+      label: 'test',
+      defaultScope: 'global',
+    }),
+    costs: [1],
+    now: undefined,
+    ttlFloorMs: 0,
+    wantedUntil,
+  });
+
+  it('answers stale, charging nothing, once the decision is no longer wanted', async () => {
+    const store = new MemoryStore();
+    try {
+      expect(await store.decide(request(Date.now() - 1_000))).toEqual({
+        allowed: false,
+        verdicts: [],
+        stale: true,
+      });
+      expect((await store.decide(request(Date.now() + 60_000))).allowed).toBe(true);
+      expect((await store.decide(request())).allowed).toBe(false);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('forgets every budget when closed', async () => {
+    const store = new MemoryStore();
+    expect((await store.decide(request())).allowed).toBe(true);
+    await store.close();
+    expect((await store.decide(request())).allowed).toBe(true);
+    await store.close();
+  });
+});
