@@ -8,9 +8,9 @@ interface Fixture {
   /** The `module` setting of its tsconfig.json, which builds it. */
   readonly module: string;
   /**
-   * Further settings, each a tsconfig.<setting>.json that type-checks without emitting; one
-   * that turns skipLibCheck off also checks the package's declarations against this app's Nest
-   * and ioredis types.
+   * Further settings, each a tsconfig.<setting>.json that type-checks without emitting. One
+   * that turns skipLibCheck off checks src/typings.ts only: the package's declarations against
+   * this app's Nest and ioredis types, without the GraphQL packages' own declarations.
    */
   readonly typeChecks: readonly string[];
   /** Its own tests, if it has any: runner, node arguments, and the summary when both passed. */
@@ -113,19 +113,36 @@ describe.each(FIXTURES)('compatibility: $title', (fixture) => {
   );
 
   it(
-    'boots from its build, limits a route to exactly its limit with IETF headers, fails open when Redis is killed',
+    'boots from its build, limits a route and a GraphQL query to exactly their limit with IETF headers, fails open when Redis is killed',
     async () => {
       const redis = await startRedisServer();
       const app = await startFixtureApp(dir, { REDIS_URL: redis.url });
+      const route = () => fetch(`${app.url}/limited`);
+      const query = () =>
+        fetch(`${app.url}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ query: '{ book }' }),
+        });
       try {
         const responses: Response[] = [];
-        for (let i = 0; i <= LIMIT; i++) responses.push(await fetch(`${app.url}/limited`));
+        for (let i = 0; i <= LIMIT; i++) responses.push(await route());
         expect(responses.map((response) => response.status)).toEqual([200, 200, 200, 429]);
         const [first, , , denied] = responses;
         expect(first.headers.get('ratelimit-policy')).toBe(`"default";q=${LIMIT};w=60`);
         expect(first.headers.get('ratelimit')).toMatch(/^"default";r=2;t=\d+$/);
         expect(denied.headers.get('ratelimit')).toMatch(/^"default";r=0;t=\d+$/);
         expect(Number(denied.headers.get('retry-after'))).toBeGreaterThan(0);
+
+        const replies: Response[] = [];
+        for (let i = 0; i <= LIMIT; i++) replies.push(await query());
+        const bodies = (await Promise.all(replies.map((reply) => reply.json()))) as {
+          data: { book: string | null };
+          errors?: { extensions?: { code?: string } }[];
+        }[];
+        expect(bodies.map((body) => body.data.book)).toEqual(['Dune', 'Dune', 'Dune', null]);
+        expect(bodies[LIMIT].errors?.[0].extensions?.code).toBe('RATE_LIMITED');
+        expect(replies[0].headers.get('ratelimit')).toMatch(/^"default";r=2;t=\d+$/);
 
         // Spent without a denial: no denial is known for /other.
         for (let i = 0; i < LIMIT; i++) await fetch(`${app.url}/other`);
@@ -135,7 +152,7 @@ describe.each(FIXTURES)('compatibility: $title', (fixture) => {
         // The budget is spent, so only failing open can admit these; the denial the pod
         // already knows on /limited still holds (its deny cache).
         expect(afterKill).toEqual([200, 200, 200]);
-        expect((await fetch(`${app.url}/limited`)).status).toBe(429);
+        expect((await route()).status).toBe(429);
       } finally {
         await app.stop();
         await redis.stop();
