@@ -7,5 +7,7 @@ export const RATE_LIMIT_STORE = Symbol('RATE_LIMIT_STORE');
 
 export const RATE_LIMIT_POLICIES_METADATA = 'nestjs-redis-rate-limiter:policies';
 export const SKIP_RATE_LIMIT_METADATA = 'nestjs-redis-rate-limiter:skip';
-/** Marks RateLimitGuard and its subclasses, so a second copy of the guard on a route is refused. */
+/** Marks RateLimitGuard and its subclasses, so the global guard yields to one applied by @UseGuards. */
 export const RATE_LIMIT_GUARD_METADATA = 'nestjs-redis-rate-limiter:guard';
+/** Set on the guard instance RateLimitModule registers as APP_GUARD. */
+export const GLOBAL_GUARD = Symbol('RateLimitGuard registered globally');

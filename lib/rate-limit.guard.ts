@@ -9,7 +9,11 @@ import {
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { DecisionReporter } from './decision-reporter.js';
-import { RATE_LIMIT_GUARD_METADATA, RATE_LIMIT_OPTIONS } from './rate-limit.constants.js';
+import {
+  GLOBAL_GUARD,
+  RATE_LIMIT_GUARD_METADATA,
+  RATE_LIMIT_OPTIONS,
+} from './rate-limit.constants.js';
 import {
   RateLimitExceededException,
   RateLimitUnavailableException,
@@ -39,6 +43,8 @@ export class RateLimitGuard implements CanActivate {
   private readonly contextTypes: ReadonlySet<string>;
   /** Set when the onDecision option is: without it, reporting costs nothing. */
   private readonly reporter: DecisionReporter | undefined;
+  /** Set by RateLimitModule on its global instance, which yields to a guard applied by @UseGuards. */
+  [GLOBAL_GUARD] = false;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) protected readonly options: ResolvedRateLimitOptions,
@@ -67,7 +73,7 @@ export class RateLimitGuard implements CanActivate {
     const handler = context.getHandler();
     const controller = context.getClass();
     const plan = this.planner.planFor(handler, controller);
-    if (plan.policies.length === 0) return true;
+    if (plan.policies.length === 0 || (plan.guardedExplicitly && this[GLOBAL_GUARD])) return true;
     if (this.options.skip && (await this.options.skip(context))) return true;
 
     const keys = this.clientKeys(context, plan);
@@ -170,12 +176,16 @@ export class RateLimitGuard implements CanActivate {
   }
 
   /**
-   * What a non-HTTP client receives for the 429, 503 or 400 the guard answers: a GraphQL
-   * error with `extensions.code` ('RATE_LIMITED', 'RATE_LIMIT_UNAVAILABLE', 'BAD_REQUEST')
-   * and `retryAfter`; a `WsException` or `RpcException` of `{ status: 'error', code, message,
-   * retryAfter }`. Override to answer a transport of your own in its idiom.
+   * What the guard throws, outside HTTP, for the 429, 503 or 400 it answers: a `WsException`
+   * or `RpcException` of `{ status: 'error', code, message, retryAfter }`. For GraphQL the
+   * `HttpException` itself, which the module's `RateLimitExceptionFilter` turns into a
+   * GraphQL error with `extensions.code` ('RATE_LIMITED', 'RATE_LIMIT_UNAVAILABLE') and
+   * `retryAfter`. Override to answer a transport of your own in its idiom.
    */
   protected toTransportError(context: ExecutionContext, exception: HttpException): Promise<Error> {
+    // RateLimitExceptionFilter turns it into the GraphQL error: thrown past the filters, any
+    // error but an HttpException is logged by Nest as an unhandled one.
+    if (context.getType<string>() === 'graphql') return Promise.resolve(exception);
     return transportError(context, exception);
   }
 

@@ -1,7 +1,12 @@
 import { Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, DiscoveryModule } from '@nestjs/core';
 import { otherCopiesLoaded } from './package-copies.js';
-import { RATE_LIMIT_OPTIONS, RATE_LIMIT_REDIS, RATE_LIMIT_STORE } from './rate-limit.constants.js';
+import {
+  GLOBAL_GUARD,
+  RATE_LIMIT_OPTIONS,
+  RATE_LIMIT_REDIS,
+  RATE_LIMIT_STORE,
+} from './rate-limit.constants.js';
 import { RateLimitExceptionFilter } from './rate-limit.filter.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
 import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } from './rate-limit.module-definition.js';
@@ -64,8 +69,11 @@ const NO_GUARD = { canActivate: () => true };
     {
       // Through the RateLimitGuard token, so overrideProvider(RateLimitGuard) replaces it here too.
       provide: APP_GUARD,
-      useFactory: (options: ResolvedRateLimitOptions, guard: RateLimitGuard) =>
-        options.guard ? guard : NO_GUARD,
+      useFactory: (options: ResolvedRateLimitOptions, guard: RateLimitGuard) => {
+        if (!options.guard) return NO_GUARD;
+        if (guard instanceof RateLimitGuard) guard[GLOBAL_GUARD] = true;
+        return guard;
+      },
       inject: [RATE_LIMIT_OPTIONS, RateLimitGuard],
     },
     { provide: APP_FILTER, useClass: RateLimitExceptionFilter },

@@ -25,6 +25,12 @@ export interface RoutePlan {
   readonly sharesModuleKey: boolean;
   /** The RateLimit-Policy header value, the same for every response. */
   readonly policyHeader: string;
+  /**
+   * Set when the handler or its class has `@UseGuards(RateLimitGuard)` (or a subclass):
+   * that guard decides, and the global one lets the request through, so nothing is charged
+   * twice.
+   */
+  readonly guardedExplicitly: boolean;
 }
 
 /** A handler function or the class that holds it, as Nest hands them over. */
@@ -39,6 +45,7 @@ const UNLIMITED: RoutePlan = {
   fixedCosts: [],
   sharesModuleKey: true,
   policyHeader: '',
+  guardedExplicitly: false,
 };
 
 /**
@@ -84,10 +91,6 @@ export class RoutePlanner implements OnModuleInit {
     const handlers = this.metadataScanner
       .getAllMethodNames(prototype)
       .map((method) => prototype[method] as RouteTarget);
-    if (this.options.guard) {
-      this.refuseSecondGuard(metatype);
-      for (const handler of handlers) this.refuseSecondGuard(metatype, handler);
-    }
     const decorated = (target: RouteTarget) =>
       [RATE_LIMIT_POLICIES_METADATA, SKIP_RATE_LIMIT_METADATA].some(
         (key) => this.reflector.get(key, target as never) !== undefined,
@@ -143,6 +146,7 @@ export class RoutePlanner implements OnModuleInit {
             capacity: maxCost,
           })),
         ),
+        guardedExplicitly: [handler, owner].some((target) => this.hasOwnRateLimitGuard(target)),
       };
     }
     const byHandler = this.plans.get(owner) ?? new Map<RouteTarget, RoutePlan>();
@@ -168,24 +172,17 @@ export class RoutePlanner implements OnModuleInit {
     return id;
   }
 
-  /** The global guard already limits every route: a second one would charge each request twice. */
-  private refuseSecondGuard(owner: RouteTarget, handler?: RouteTarget): void {
-    const guards = this.reflector.get<unknown[] | undefined>(
-      GUARDS_METADATA,
-      (handler ?? owner) as never,
+  private hasOwnRateLimitGuard(target: RouteTarget): boolean {
+    const guards = this.reflector.get<unknown[] | undefined>(GUARDS_METADATA, target as never);
+    return (
+      guards?.some(
+        (guard) =>
+          guard != null &&
+          this.reflector.get<boolean | undefined>(
+            RATE_LIMIT_GUARD_METADATA,
+            (typeof guard === 'function' ? guard : guard.constructor) as never,
+          ) === true,
+      ) ?? false
     );
-    const isRateLimitGuard = (guard: unknown) =>
-      guard != null &&
-      this.reflector.get<boolean | undefined>(
-        RATE_LIMIT_GUARD_METADATA,
-        (typeof guard === 'function' ? guard : guard.constructor) as never,
-      ) === true;
-    if (guards?.some(isRateLimitGuard)) {
-      const where = handler ? `${owner.name}.${handler.name}` : owner.name;
-      throw new RateLimitConfigError(
-        `@UseGuards(RateLimitGuard) on ${where}, while RateLimitModule registers the guard globally, ` +
-          'would charge every request twice: set the module option guard: false to apply the guard where you choose',
-      );
-    }
   }
 }

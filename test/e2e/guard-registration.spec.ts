@@ -72,6 +72,16 @@ class TenantRateLimitGuard extends RateLimitGuard {
   }
 }
 
+@Controller('tenant')
+@UseGuards(TenantRateLimitGuard)
+@RateLimit({ limit: 2, window: '1m' })
+class TenantController {
+  @Get()
+  find() {
+    return 'ok';
+  }
+}
+
 @Module({
   controllers: [UnguardedController],
   providers: [{ provide: APP_GUARD, useClass: TenantRateLimitGuard }],
@@ -127,5 +137,22 @@ describe.each<AdapterKind>(['express', 'fastify'])('guard registration on %s', (
       expect(results).toEqual([200, 200, 429]);
       expect((await running.get('/open', `other-${tenant}/carol`)).status).toBe(200);
     });
+  });
+
+  it('with the global guard on, a guard applied by @UseGuards decides alone: nothing is charged twice', async () => {
+    await withApp(
+      startApp(adapter, [module({ guard: true }), FeatureModule], [TenantController]),
+      async (running) => {
+        const who = nextClient();
+        expect(await sequentially(3, () => running.get('/guarded', who))).toEqual([200, 200, 429]);
+        const tenant = nextClient();
+        const results = [
+          ...(await sequentially(2, () => running.get('/tenant', `${tenant}/alice`))),
+          ...(await sequentially(1, () => running.get('/tenant', `${tenant}/bob`))),
+        ];
+        expect(results).toEqual([200, 200, 429]);
+        expect(await sequentially(3, () => running.get('/open', who))).toEqual([200, 200, 429]);
+      },
+    );
   });
 });

@@ -241,17 +241,18 @@ describe('RoutePlanner at start-up', () => {
     );
   });
 
-  it('refuses @UseGuards(RateLimitGuard) or a subclass while the module registers the guard globally', async () => {
-    await expect(plannerFor([GuardedController])).rejects.toThrow(
-      /@UseGuards\(RateLimitGuard\) on GuardedController, .* guard: false/,
+  it('marks handlers under @UseGuards(RateLimitGuard) or a subclass, so the global guard yields to it', async () => {
+    const { planner, close } = await plannerFor(
+      [GuardedController, GuardedHandlerController, PlainController],
+      { policies: [{ limit: 10, window: '1m' }] },
     );
-    await expect(plannerFor([GuardedHandlerController])).rejects.toThrow(
-      /on GuardedHandlerController\.find, /,
-    );
-    const { planner, close } = await plannerFor([GuardedController, GuardedHandlerController], {
-      guard: false,
-    });
-    expect(summary(planner, GuardedController, 'find')).toEqual(['default GuardedController.find']);
+    const marked = (controller: Type, handler: string) =>
+      planner.planFor(controller.prototype[handler], controller).guardedExplicitly;
+    expect([
+      marked(GuardedController, 'find'),
+      marked(GuardedHandlerController, 'find'),
+      marked(PlainController, 'plain'),
+    ]).toEqual([true, true, false]);
     await close();
   });
 });
