@@ -17,7 +17,6 @@ export default {
     'lib/stores/memory.store.ts',
     'lib/stores/memory/*.ts',
     'lib/resolved-policy.ts',
-    'lib/resolved-options.ts',
     'lib/rate-limit-headers.ts',
     'lib/client-key.ts',
     'lib/window.ts',

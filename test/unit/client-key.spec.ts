@@ -12,6 +12,8 @@ describe('normalizeIp', () => {
     ['::ffff:cb00:7107', '203.0.113.7'],
     ['1::2:3:4:5:6.7.8.9', '1:0:2:3::/64'],
     ['fe80::1%eth0', 'fe80:0:0:0::/64'],
+    // Not IPv4-mapped: the first five groups are not all zero.
+    ['1::ffff:1.2.3.4', '1:0:0:0::/64'],
   ])('%s is keyed as %s', (ip, key) => expect(normalizeIp(ip)).toBe(key));
 
   it('puts two addresses of one /64 in one budget', () => {

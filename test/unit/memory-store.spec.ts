@@ -80,6 +80,34 @@ describe('MemoryStore', () => {
     }
   });
 
+  it('still decides at the very millisecond until which the decision is wanted', async () => {
+    const realNow = Date.now;
+    const store = new MemoryStore();
+    try {
+      Date.now = () => 1_700_000_000_000;
+      expect((await store.decide(request(1_700_000_000_000))).allowed).toBe(true);
+    } finally {
+      Date.now = realNow;
+      await store.close();
+    }
+  });
+
+  it('sweeps an entry at the very millisecond it expires', async () => {
+    const realNow = Date.now;
+    const store = new MemoryStore(5);
+    const entries = (store as unknown as { entries: Map<string, { expiresAt: number }> }).entries;
+    try {
+      await store.decide(request());
+      const expiresAt = entries.get('k')!.expiresAt;
+      Date.now = () => expiresAt;
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      expect(entries.size).toBe(0);
+    } finally {
+      Date.now = realNow;
+      await store.close();
+    }
+  });
+
   it('forgets every budget when closed', async () => {
     const store = new MemoryStore();
     expect((await store.decide(request())).allowed).toBe(true);

@@ -72,6 +72,20 @@ describe('rateLimitHeaders', () => {
     });
   });
 
+  it('breaks ties in legacy headers by remaining, then reset, then order', () => {
+    const legacyLimit = (results: PolicyResult[]) =>
+      rateLimitHeaders({ allowed: true, results }, 'legacy')['X-RateLimit-Limit'];
+    const fewer = result({ limit: 10, capacity: 10, remaining: 3 });
+    const more = result({ limit: 20, capacity: 20, remaining: 7 });
+    expect(legacyLimit([more, fewer])).toBe('10');
+    expect(legacyLimit([fewer, more])).toBe('10');
+    const later = result({ limit: 10, capacity: 10, remaining: 3, resetMs: 9_000 });
+    const sooner = result({ limit: 20, capacity: 20, remaining: 3, resetMs: 1_000 });
+    expect(legacyLimit([later, sooner])).toBe('10');
+    const twin = result({ limit: 20, capacity: 20, remaining: 3, resetMs: 9_000 });
+    expect(legacyLimit([later, twin])).toBe('10');
+  });
+
   it('writes both sets, or none', () => {
     const decision = { allowed: true, results: [result({})] };
     expect(Object.keys(rateLimitHeaders(decision, 'both'))).toHaveLength(5);

@@ -9,6 +9,8 @@ describe('parseWindow', () => {
     ['1h', 3_600_000],
     ['1d', 86_400_000],
     ['1.5m', 90_000],
+    ['1.25s', 1_250],
+    [' 10s ', 10_000],
   ])('%p is %p ms', (input, ms) => expect(parseWindow(input)).toBe(ms));
 
   it.each([0, -5, Infinity, NaN, '', '10', '10 minutes', 'ms', '-1s', '1w', null, {}])(
