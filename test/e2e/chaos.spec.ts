@@ -162,6 +162,12 @@ function expectHealthyLimiting(samples: readonly LoadSample[], faults: readonly 
 }
 
 function report(mode: string, samples: readonly LoadSample[], faults: readonly Fault[]): void {
+  const failed = samples.filter((sample) => sample.status === 0);
+  if (failed.length > 0) {
+    console.log(
+      `chaos, failureMode '${mode}': no response to ${failed.length} requests: ${[...new Set(failed.map((s) => s.error))].join('; ')}`,
+    );
+  }
   const lines = faults.map((fault) => {
     const during = samples.filter((sample) => overlaps(sample, fault.start, fault.end));
     const statuses: Record<number, number> = {};

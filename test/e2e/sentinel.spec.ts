@@ -93,7 +93,18 @@ describe('Redis Sentinel failover under load', () => {
       if (Date.now() - killedAt > RESUME_BOUND_MS) break;
       await sleep(50);
     }
-    await sleep(2_500);
+    // Then until every client is denied by Redis again (its limit spent), 15 s at most.
+    const deniedAgain = (samples: readonly LoadSample[]) =>
+      CLIENTS.every((client) =>
+        samples.some(
+          (sample) => sample.client === client && sample.sentAt > killedAt && sample.status === 429,
+        ),
+      );
+    const settleUntil = Date.now() + 15_000;
+    while (loads.some((load) => !deniedAgain(load.samples)) && Date.now() < settleUntil) {
+      await sleep(100);
+    }
+    await sleep(1_000);
     const results = await Promise.all(loads.map((load) => load.stop()));
     await releasePort();
     console.log(
@@ -128,15 +139,17 @@ describe('Redis Sentinel failover under load', () => {
       // than the limit is possible: a charge whose answer came too late was admitted open.)
       for (const { decidedAdmits } of perClient)
         expect(decidedAdmits).toBeLessThanOrEqual(LIMIT + 5);
-      // After the failover the limit holds again: in the last second Redis denies everything
-      // (a decision past the deadline under CPU load is admitted open, without headers).
+      // After the failover the limit holds again: every client is denied by Redis, and in the
+      // last second Redis denies everything (a decision past the deadline under CPU load is
+      // admitted open, without headers).
+      expect(deniedAgain(samples)).toBe(true);
       const tail = samples.filter(
         (sample) => sample.sentAt > samples.at(-1)!.sentAt - 1_000 && sample.decided,
       );
       expect(tail.length).toBeGreaterThan(0);
       expect(tail.every((sample) => sample.status === 429)).toBe(true);
     });
-  }, 60_000);
+  }, 90_000);
 
   it('reloads the script after SCRIPT FLUSH on the new master (NOSCRIPT path)', async () => {
     const port = await sentinel.masterPort();

@@ -69,18 +69,26 @@ export function startSteadyLoad(
         });
         resolve();
       };
-      const outgoing = request(
-        targets[target],
-        { agent, headers: { 'x-client': client }, timeout: REQUEST_TIMEOUT_MS },
-        (incoming) => {
-          incoming.resume();
-          incoming.once('end', () => record(incoming.statusCode ?? 0, incoming.headers));
-          incoming.once('error', (error) => record(0, {}, error));
-        },
-      );
-      outgoing.once('timeout', () => outgoing.destroy());
-      outgoing.once('error', (error) => record(0, {}, error));
-      outgoing.end();
+      const attempt = (): void => {
+        const outgoing = request(
+          targets[target],
+          { agent, headers: { 'x-client': client }, timeout: REQUEST_TIMEOUT_MS },
+          (incoming) => {
+            incoming.resume();
+            incoming.once('end', () => record(incoming.statusCode ?? 0, incoming.headers));
+            incoming.once('error', (error) => record(0, {}, error));
+          },
+        );
+        outgoing.once('timeout', () => outgoing.destroy());
+        outgoing.once('error', (error: NodeJS.ErrnoException) => {
+          // A kept-alive socket the server closed as the request went out: the server never
+          // read it, so sending it again is safe (Node's documented remedy).
+          if (outgoing.reusedSocket && error.code === 'ECONNRESET') attempt();
+          else record(0, {}, error);
+        });
+        outgoing.end();
+      };
+      attempt();
     });
     inFlight.add(done);
     void done.then(() => inFlight.delete(done));
