@@ -6,7 +6,7 @@
  * - the library: one atomic Lua script per decision.
  * Prints a Markdown table: how many requests each admitted against what one shared limit
  * allows. Options: --pods, --limit, --requests, --concurrency (the overload rows keep
- * their own limit and load).
+ * their own limit and load), --only <text> (the variants whose label contains it).
  */
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -30,6 +30,7 @@ const { values: options } = parseArgs({
     limit: { type: 'string', default: '50' },
     requests: { type: 'string', default: '600' },
     concurrency: { type: 'string', default: '120' },
+    only: { type: 'string', default: '' },
   },
 });
 const pods = Number(options.pods);
@@ -204,6 +205,7 @@ try {
   admin.disconnect();
   const rows: Row[] = [];
   for (const [index, variant] of VARIANTS.entries()) {
+    if (!variant.label.includes(options.only)) continue;
     rows.push(...(await runVariant(redis.url, variant, `race-${index}`)));
   }
   console.log(

@@ -18,7 +18,7 @@ export class CircuitBreaker {
 
   constructor(
     private readonly options: BreakerOptions,
-    private readonly onChange: (open: boolean, cause?: unknown) => void = () => undefined,
+    private readonly onChange: (open: boolean) => void = () => undefined,
     private readonly now: () => number = () => performance.now(),
   ) {}
 
@@ -42,7 +42,7 @@ export class CircuitBreaker {
     this.onChange(false);
   }
 
-  failed(pass: BreakerPass, cause: unknown): void {
+  failed(pass: BreakerPass): void {
     if (pass === 'probe') {
       this.probing = false;
       this.openedAt = this.now();
@@ -51,6 +51,6 @@ export class CircuitBreaker {
     // Calls sent before the breaker opened may still fail after it did: nothing new.
     if (this.openedAt !== undefined || ++this.failuresInRow < this.options.failures) return;
     this.openedAt = this.now();
-    this.onChange(true, cause);
+    this.onChange(true);
   }
 }

@@ -6,62 +6,63 @@ export class DeadlineExceededError extends Error {
 /** A check later than this share of the timeout finds the process too busy to judge the store. */
 const LATE_CHECK = 0.25;
 
-/** The span over which the longest recent flush delay is remembered, in ms. */
-const LAG_SPAN_MS = 1_000;
+/** The span over which the slowest recent answer is remembered, in ms. */
+const LATENCY_SPAN_MS = 1_000;
 
 /** The requests started in one turn of the event loop, and when they went out. */
 interface SendBatch {
-  readonly openedAt: number;
   sentAt: number;
 }
 
 /**
  * Tells "the store is silent" from "this process is late". The store is silent when nothing
  * at all has been answered since a request went out; a busy event loop only delays when
- * requests go out (ioredis flushes its auto-pipeline in setImmediate) and when answers are
- * read, which says nothing of the store. Time is monotonic (`performance.now()`).
+ * requests go out and when answers are read, which says nothing of the store. Time is
+ * monotonic (`performance.now()`).
  */
 export class SilenceMeter {
   private lastAnswerAt = -Infinity;
   private batch: SendBatch | undefined;
-  /** The longest delay from asking to sending in this span and the previous one. */
-  private lag = { spanStart: 0, current: 0, previous: 0 };
+  /** The slowest answer (from asking to hearing) in this span and the previous one. */
+  private latency = { spanStart: 0, current: 0, previous: 0 };
   private readonly stamp = (): void => {
-    const batch = this.batch!;
-    batch.sentAt = performance.now();
+    this.batch!.sentAt = performance.now();
     this.batch = undefined;
-    const { lag } = this;
-    if (batch.sentAt - lag.spanStart > LAG_SPAN_MS) {
-      lag.previous = batch.sentAt - lag.spanStart > 2 * LAG_SPAN_MS ? 0 : lag.current;
-      lag.current = 0;
-      lag.spanStart = batch.sentAt;
-    }
-    lag.current = Math.max(lag.current, batch.sentAt - batch.openedAt);
   };
 
   /**
-   * Called as a request goes to the store. The request is on the wire by the next check
-   * phase of the event loop, where one immediate per turn (not per request) stamps the time.
+   * Called as a request goes to the store. It leaves no earlier than the next check phase
+   * of the event loop (ioredis flushes its auto-pipeline there), where one immediate per
+   * turn, not per request, stamps the time.
    */
   sending(): SendBatch {
     if (!this.batch) {
-      this.batch = { openedAt: performance.now(), sentAt: Infinity };
+      this.batch = { sentAt: Infinity };
       setImmediate(this.stamp);
     }
     return this.batch;
   }
 
   /**
-   * How long requests recently waited in this process before going out: a busy event loop
-   * reaches the auto-pipeline's flush late. Zero on an idle process.
+   * How long answers have lately taken, from asking to hearing, at most: on a busy process
+   * or machine, requests wait to go out (ioredis sends one auto-pipeline at a time) and
+   * answers wait to be read. Near zero when all is well.
    */
-  recentSendDelay(): number {
-    return Math.max(this.lag.current, this.lag.previous);
+  recentLatency(): number {
+    return Math.max(this.latency.current, this.latency.previous);
   }
 
   /** Any answer is a sign of life, even one that comes after its deadline. */
-  heard(): void {
-    this.lastAnswerAt = performance.now();
+  heard(askedAt: number): void {
+    const now = performance.now();
+    this.lastAnswerAt = now;
+    const { latency } = this;
+    if (now - latency.spanStart > LATENCY_SPAN_MS) {
+      latency.previous = now - latency.spanStart > 2 * LATENCY_SPAN_MS ? 0 : latency.current;
+      latency.current = 0;
+      latency.spanStart = now;
+    }
+    latency.current = Math.max(latency.current, now - askedAt);
   }
 
   /** How long the store has gone without answering since `batch` went out, in ms. */
@@ -126,7 +127,7 @@ export function withDeadline<T>(
     timer = setTimeout(expire, patience);
     work.then(
       (value) => {
-        meter.heard();
+        meter.heard(startedAt);
         settled = true;
         clearTimeout(timer);
         resolve(value);

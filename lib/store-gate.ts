@@ -67,8 +67,9 @@ export class StoreGate {
 
   /**
    * One try at a decision. It is wanted until `patience` ms from now: the deadline plus how
-   * late this process has lately been in sending; the deadline never gives up before then,
-   * and the store, told so as `wantedUntil`, charges nothing after then.
+   * long answers have lately taken (long only on a busy process or machine); the deadline
+   * never gives up before then, and the store, told so as `wantedUntil`, charges nothing
+   * after then.
    */
   private attempt(
     request: DecideRequest,
@@ -76,7 +77,7 @@ export class StoreGate {
     maxWait: number,
   ): Promise<StoreDecision> {
     const { timeout } = this.options;
-    const patience = Math.min(maxWait, timeout + this.silence.recentSendDelay());
+    const patience = Math.min(maxWait, timeout + this.silence.recentLatency());
     const wantedUntil = this.clock?.at(askedAt + patience);
     const asked = wantedUntil === undefined ? request : { ...request, wantedUntil };
     const fallBack = this.local && ((error: unknown) => this.decideLocally(request, error));
@@ -142,7 +143,7 @@ export class StoreGate {
       },
       (error: unknown) => {
         this.lastFailure = error instanceof Error ? error.message : String(error);
-        this.breaker?.failed(pass, error);
+        this.breaker?.failed(pass);
         return fail(error);
       },
     );

@@ -1,0 +1,124 @@
+/**
+ * `npm run bench:failure`: what each failureMode does when Redis fails under load. For
+ * 'open', 'closed' and 'local' in turn: 3 pods on the module's default failure options
+ * (100 ms, breaker on), one client's requests spread over them while Redis is killed, and
+ * while it is frozen (SIGSTOP) for 3 s; then how long after Redis is back the pods decide
+ * on it again. Prints a Markdown table. Options: --requests, --concurrency.
+ */
+import { parseArgs } from 'node:util';
+import { startRedisServer } from '../test/support/redis-server.js';
+import { type PodConfig, WEEK_MS } from './pods/pod-config.js';
+import { type LoadReport, type PodFleet, startPodFleet } from './pods/pod-fleet.js';
+
+const { values: options } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '600' },
+    concurrency: { type: 'string', default: '60' },
+  },
+});
+const requests = Number(options.requests);
+const concurrency = Number(options.concurrency);
+const PODS = 3;
+const LIMIT = 30;
+const STALL_MS = 3_000;
+const MODES = ['open', 'closed', 'local'] as const;
+
+interface Row {
+  readonly mode: string;
+  readonly fault: string;
+  readonly report: LoadReport;
+  readonly backAfterMs: number;
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+/** Polls with fresh clients until a pod's answer was decided by Redis again. */
+async function untilDecidedByRedis(fleet: PodFleet, since: number): Promise<number> {
+  for (let probe = 0; ; probe++) {
+    const { responses } = await fleet.fire({
+      route: 'limited',
+      clientKey: `probe-${probe}`,
+      requests: PODS,
+      concurrency: PODS,
+    });
+    if (responses.every((response) => response.decisionEndedAt !== undefined)) {
+      return performance.now() - since;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function measure(mode: (typeof MODES)[number]): Promise<Row[]> {
+  const redis = await startRedisServer();
+  const config: PodConfig = {
+    variant: 'library',
+    redisUrl: redis.url,
+    prefix: `failure-${mode}`,
+    failureMode: mode,
+    decisionTimeoutMs: 100,
+    ...(mode === 'local' ? { instances: PODS } : {}),
+    routes: { limited: { algorithm: 'fixed-window', limit: LIMIT, windowMs: WEEK_MS } },
+  };
+  const fleet = await startPodFleet({ pods: PODS, config });
+  const load = (clientKey: string) =>
+    fleet.fire({ route: 'limited', clientKey, requests, concurrency });
+  try {
+    await load('warm-up');
+    const rows: Row[] = [];
+
+    await redis.kill();
+    const killed = await load('during-kill');
+    await redis.restart();
+    rows.push({
+      mode,
+      fault: 'killed',
+      report: killed,
+      backAfterMs: await untilDecidedByRedis(fleet, performance.now()),
+    });
+
+    await redis.pause(STALL_MS);
+    const pausedAt = performance.now();
+    const paused = await load('during-pause');
+    await new Promise((resolve) =>
+      setTimeout(resolve, Math.max(0, STALL_MS - (performance.now() - pausedAt))),
+    );
+    rows.push({
+      mode,
+      fault: `SIGSTOP ${STALL_MS / 1000} s`,
+      report: paused,
+      backAfterMs: await untilDecidedByRedis(fleet, performance.now()),
+    });
+    return rows;
+  } finally {
+    await fleet.stop();
+    await redis.stop();
+  }
+}
+
+function formatTable(rows: readonly Row[]): string {
+  const header =
+    '| failureMode | Redis | 200 | 429 | 503 | other | 200 per pod (most) | p50 ms | p99 ms | deciding on Redis again after |';
+  const lines = rows.map(({ mode, fault, report, backAfterMs }) => {
+    const { statuses, responses } = report;
+    const latencies = responses.map((response) => response.latencyMs).sort((a, b) => a - b);
+    const other = responses.filter((r) => ![200, 429, 503].includes(r.status)).length;
+    const perPod = Array.from(
+      { length: PODS },
+      (_, pod) => responses.filter((r) => r.pod === pod && r.status === 200).length,
+    );
+    return `| ${mode} | ${fault} | ${statuses[200] ?? 0} | ${statuses[429] ?? 0} | ${statuses[503] ?? 0} | ${other} | ${Math.max(...perPod)} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} | ${backAfterMs.toFixed(0)} ms |`;
+  });
+  return [header, '|---|---|---|---|---|---|---|---|---|---|', ...lines].join('\n');
+}
+
+const rows: Row[] = [];
+for (const mode of MODES) rows.push(...(await measure(mode)));
+console.log(
+  `${PODS} pods, one client, limit ${LIMIT} (fixed window of a week); ${requests} requests, ` +
+    `${concurrency} in flight, while Redis is killed (then restarted) and while it is frozen ` +
+    `${STALL_MS / 1000} s; timeout 100 ms, breaker on (3 failures, probe every 500 ms); ` +
+    `'local' with instances ${PODS}.\n`,
+);
+console.log(formatTable(rows));
