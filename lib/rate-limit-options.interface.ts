@@ -56,7 +56,7 @@ export interface RateLimitModuleOptions {
   /**
    * The hard cap in ms on waiting for one decision while the store is answering but this
    * process is late (its event loop busy); past it the failure mode applies. An extension.
-   * @default 1000
+   * @default 2000 (or `timeout`, if larger)
    */
   maxWait?: number;
   /**

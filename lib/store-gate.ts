@@ -16,6 +16,13 @@ import type {
 } from './stores/rate-limit-store.interface.js';
 import { ThrottledLog } from './throttled-log.js';
 
+/**
+ * How many times the slowest recent answer a decision is given before its deadline starts:
+ * on a loaded machine latency swings widely, and a script that starts after its wantedUntil
+ * must be asked again, which a loaded machine can least afford.
+ */
+const LATENCY_MARGIN = 4;
+
 /** A call refused without asking the store: its breaker is open. */
 export class CircuitOpenError extends Error {
   override readonly name = 'CircuitOpenError';
@@ -66,10 +73,10 @@ export class StoreGate {
   }
 
   /**
-   * One try at a decision. It is wanted until `patience` ms from now: the deadline plus how
-   * long answers have lately taken (long only on a busy process or machine); the deadline
-   * never gives up before then, and the store, told so as `wantedUntil`, charges nothing
-   * after then.
+   * One try at a decision. It is wanted until `patience` ms from now: the deadline plus a
+   * margin over how long answers have lately taken (long only on a busy process or machine),
+   * within maxWait. The deadline never gives up before then, and the store, told so as
+   * `wantedUntil`, charges nothing after then.
    */
   private attempt(
     request: DecideRequest,
@@ -77,7 +84,7 @@ export class StoreGate {
     maxWait: number,
   ): Promise<StoreDecision> {
     const { timeout } = this.options;
-    const patience = Math.min(maxWait, timeout + this.silence.recentLatency());
+    const patience = Math.min(maxWait, timeout + LATENCY_MARGIN * this.silence.recentLatency());
     const wantedUntil = this.clock?.at(askedAt + patience);
     const asked = wantedUntil === undefined ? request : { ...request, wantedUntil };
     const fallBack = this.local && ((error: unknown) => this.decideLocally(request, error));

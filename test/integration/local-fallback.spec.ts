@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { WEEK_MS } from '../../bench/pods/pod-config.js';
 import { type PodFleet, startPodFleet } from '../../bench/pods/pod-fleet.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
@@ -42,7 +43,10 @@ describe(`${POD_COUNT} pods on failureMode 'local' when Redis is killed under lo
       requests: REQUESTS,
       concurrency: CONCURRENCY,
     });
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // Killed once Redis has decided some of them: its budget key exists.
+    const admin = new Redis(redis.url);
+    while ((await admin.dbsize()) === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    admin.disconnect();
     await redis.kill();
     const report = await firing;
 

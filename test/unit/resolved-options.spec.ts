@@ -9,7 +9,7 @@ describe('resolveOptions', () => {
       policies: [],
       failureMode: 'open',
       timeout: 100,
-      maxWait: 1_000,
+      maxWait: 2_000,
       breaker: { failures: 3, halfOpenAfter: 500 },
       instances: undefined,
       headers: 'ietf',
