@@ -8,8 +8,10 @@ export {
   RateLimitExceededException,
   RateLimitHttpException,
   RateLimitUnavailableException,
+  type RateLimitCustomBody,
   type RateLimitErrorBody,
 } from './rate-limit.exceptions.js';
+export type { RateLimitDenial, RateLimitResponseOption } from './denial-responses.js';
 export { RateLimitExceptionFilter } from './rate-limit.filter.js';
 export { RateLimitConfigError } from './rate-limit-config.error.js';
 export { rateLimitHeaders } from './rate-limit-headers.js';

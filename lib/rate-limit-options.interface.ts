@@ -1,5 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { RateLimitResponseOption } from './denial-responses.js';
 import type { RateLimitDecisionHook } from './rate-limit-event.interface.js';
 import type { KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
 import type { RateLimitStore } from './stores/rate-limit-store.interface.js';
@@ -133,4 +134,16 @@ export interface RateLimitModuleOptions {
    * @default undefined
    */
   onDecision?: RateLimitDecisionHook;
+  /**
+   * Shapes the guard's 429: a message for the default body, or a function of the context
+   * and the denial returning the whole body. Status, Retry-After and the RateLimit headers
+   * stay. A function that throws is logged and the default body sent. An extension.
+   * @default undefined (the default body)
+   */
+  limitedResponse?: RateLimitResponseOption;
+  /**
+   * The same for the 503 of `failureMode: 'closed'`. An extension.
+   * @default undefined (the default body)
+   */
+  unavailableResponse?: RateLimitResponseOption;
 }

@@ -9,28 +9,40 @@ export interface RateLimitErrorBody {
   retryAfter: number;
 }
 
+/** A response body of the app's own, in place of RateLimitErrorBody (see the denial options). */
+export type RateLimitCustomBody = string | Record<string, unknown>;
+
 /** The limiter's 429 and 503: an `HttpException` carrying `retryAfter`. */
 export abstract class RateLimitHttpException extends HttpException {
-  /** @param retryAfter whole seconds (at least 1), sent as Retry-After and in the body */
+  /**
+   * @param retryAfter whole seconds (at least 1), sent as Retry-After and in the body
+   * @param options.body replaces the JSON body; `message` stays the exception's message
+   */
   protected constructor(
     status: HttpStatus,
     error: string,
     message: string,
     readonly retryAfter: number,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; body?: RateLimitCustomBody },
   ) {
     super(
-      { statusCode: status, error, message, retryAfter } satisfies RateLimitErrorBody,
+      options?.body ??
+        ({ statusCode: status, error, message, retryAfter } satisfies RateLimitErrorBody),
       status,
       options,
     );
+    this.message = message;
   }
 }
 
 /** 429: a policy denied the request. */
 export class RateLimitExceededException extends RateLimitHttpException {
-  constructor(message = 'Too many requests, please retry later.', retryAfter = 1) {
-    super(HttpStatus.TOO_MANY_REQUESTS, 'Too Many Requests', message, retryAfter);
+  constructor(
+    message = 'Too many requests, please retry later.',
+    retryAfter = 1,
+    body?: RateLimitCustomBody,
+  ) {
+    super(HttpStatus.TOO_MANY_REQUESTS, 'Too Many Requests', message, retryAfter, { body });
   }
 }
 
@@ -40,8 +52,12 @@ export class RateLimitUnavailableException extends RateLimitHttpException {
     message = 'Rate limiting is unavailable, please retry later.',
     retryAfter = 1,
     cause?: unknown,
+    body?: RateLimitCustomBody,
   ) {
-    super(HttpStatus.SERVICE_UNAVAILABLE, 'Service Unavailable', message, retryAfter, { cause });
+    super(HttpStatus.SERVICE_UNAVAILABLE, 'Service Unavailable', message, retryAfter, {
+      cause,
+      body,
+    });
   }
 }
 

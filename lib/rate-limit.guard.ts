@@ -9,16 +9,13 @@ import {
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { DecisionReporter } from './decision-reporter.js';
+import { DenialResponses } from './denial-responses.js';
 import {
   GLOBAL_GUARD,
   RATE_LIMIT_GUARD_METADATA,
   RATE_LIMIT_OPTIONS,
 } from './rate-limit.constants.js';
-import {
-  RateLimitExceededException,
-  RateLimitUnavailableException,
-  retryAfterSeconds,
-} from './rate-limit.exceptions.js';
+import { RateLimitUnavailableException, retryAfterSeconds } from './rate-limit.exceptions.js';
 import type { RateLimitDecision } from './rate-limit-decision.interface.js';
 import { rateLimitHeaders } from './rate-limit-headers.js';
 import { RateLimiter } from './rate-limiter.service.js';
@@ -45,6 +42,7 @@ export class RateLimitGuard implements CanActivate {
   private readonly reporter: DecisionReporter | undefined;
   /** Set by RateLimitModule on its global instance, which yields to a guard applied by @UseGuards. */
   [GLOBAL_GUARD] = false;
+  private readonly responses: DenialResponses;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) protected readonly options: ResolvedRateLimitOptions,
@@ -53,6 +51,7 @@ export class RateLimitGuard implements CanActivate {
     private readonly adapterHost: HttpAdapterHost,
   ) {
     this.contextTypes = new Set(options.contextTypes);
+    this.responses = new DenialResponses(options, this.logger);
     this.reporter =
       options.onDecision && new DecisionReporter(options.onDecision, options, this.logger);
   }
@@ -136,7 +135,7 @@ export class RateLimitGuard implements CanActivate {
     );
     if (open) return true;
     this.setRetryAfter(context, error.retryAfter);
-    throw error;
+    throw this.responses.unavailable(context, error);
   }
 
   /**
@@ -157,7 +156,9 @@ export class RateLimitGuard implements CanActivate {
     this.setRetryAfter(context, retryAfter);
     const names = (results: typeof denied) =>
       results.map((result) => `"${result.policy}"`).join(', ');
-    throw new RateLimitExceededException(
+    throw this.responses.limited(
+      context,
+      decision,
       hopeless.length > 0
         ? `Rate limit exceeded: this request costs more than ${names(hopeless)} can ever admit (${hopeless.map((result) => result.capacity).join(', ')}); retrying cannot help.`
         : `Rate limit exceeded (${names(denied)}); retry in ${retryAfter} s.`,

@@ -7,6 +7,7 @@ import type {
   HeaderStyle,
   RateLimitModuleOptions,
 } from './rate-limit-options.interface.js';
+import type { RateLimitResponseOption } from './denial-responses.js';
 import type { RateLimitDecisionHook } from './rate-limit-event.interface.js';
 import type { KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
 import { resolvePolicies } from './resolved-policy.js';
@@ -35,6 +36,8 @@ export interface ResolvedRateLimitOptions {
   readonly guard: boolean;
   readonly contextTypes: readonly RateLimitContextType[];
   readonly onDecision: RateLimitDecisionHook | undefined;
+  readonly limitedResponse: RateLimitResponseOption | undefined;
+  readonly unavailableResponse: RateLimitResponseOption | undefined;
 }
 
 export interface BreakerOptions {
@@ -123,6 +126,15 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
       `must be an array of context types such as ${CONTEXT_TYPES.map((type) => `'${type}'`).join(', ')} (got ${shown(contextTypes)})`,
     );
   }
+  for (const field of ['limitedResponse', 'unavailableResponse'] as const) {
+    const option = options[field];
+    if (option !== undefined && typeof option !== 'string' && typeof option !== 'function') {
+      throw fail(
+        field,
+        `must be a message or a function (context, denial) => body (got ${shown(option)})`,
+      );
+    }
+  }
   const denyCacheEntries = denyCacheSize(options.denyCache);
   if (denyCacheEntries === undefined) {
     throw fail(
@@ -151,6 +163,8 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
     guard: options.guard !== false,
     contextTypes,
     onDecision: options.onDecision,
+    limitedResponse: options.limitedResponse,
+    unavailableResponse: options.unavailableResponse,
   };
 }
 

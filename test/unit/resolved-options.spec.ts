@@ -38,6 +38,8 @@ describe('resolveOptions', () => {
     [{ clock: 'ntp' }, 'clock'],
     [{ keyBy: 'ip' }, 'keyBy'],
     [{ onDecision: 'log' }, 'onDecision'],
+    [{ limitedResponse: 429 }, 'limitedResponse'],
+    [{ unavailableResponse: {} }, 'unavailableResponse'],
     [{ denyCache: 'yes' }, 'denyCache'],
     [{ denyCache: { maxEntries: 0 } }, 'denyCache'],
     [{ policies: [{ limit: 0, window: '1m' }] }, 'limit'],

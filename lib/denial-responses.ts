@@ -1,0 +1,89 @@
+import type { ExecutionContext, Logger } from '@nestjs/common';
+import {
+  type RateLimitCustomBody,
+  RateLimitExceededException,
+  RateLimitUnavailableException,
+} from './rate-limit.exceptions.js';
+import type { RateLimitDecision } from './rate-limit-decision.interface.js';
+import type { ResolvedRateLimitOptions } from './resolved-options.js';
+import { ThrottledLog } from './throttled-log.js';
+
+/** What a `limitedResponse` / `unavailableResponse` function is told of the answer. */
+export interface RateLimitDenial {
+  /** 429 (a policy denied) or 503 (the store failed, failureMode 'closed'). */
+  readonly status: 429 | 503;
+  /** Whole seconds, as sent in Retry-After. */
+  readonly retryAfter: number;
+  /** The message the default body would carry. */
+  readonly message: string;
+  /** The decision, for a 429. */
+  readonly decision?: RateLimitDecision;
+  /** The store's failure, for a 503. */
+  readonly error?: unknown;
+}
+
+/**
+ * A message for the default body, or a function of the request and the denial returning
+ * the whole body (an object, sent as JSON, or a string).
+ */
+export type RateLimitResponseOption =
+  string | ((context: ExecutionContext, denial: RateLimitDenial) => RateLimitCustomBody);
+
+/**
+ * The 429 and 503 the guard throws, shaped by the limitedResponse and unavailableResponse
+ * options. A body function that throws is logged (throttled) and the default body sent.
+ */
+export class DenialResponses {
+  private readonly log: ThrottledLog;
+
+  constructor(
+    private readonly options: ResolvedRateLimitOptions,
+    logger: Logger,
+  ) {
+    this.log = new ThrottledLog(logger);
+  }
+
+  limited(
+    context: ExecutionContext,
+    decision: RateLimitDecision,
+    message: string,
+    retryAfter: number,
+  ): RateLimitExceededException {
+    const option = this.options.limitedResponse;
+    if (option === undefined) return new RateLimitExceededException(message, retryAfter);
+    if (typeof option === 'string') return new RateLimitExceededException(option, retryAfter);
+    const body = this.bodyOf('limitedResponse', () =>
+      option(context, { status: 429, retryAfter, message, decision }),
+    );
+    return new RateLimitExceededException(message, retryAfter, body);
+  }
+
+  unavailable(
+    context: ExecutionContext,
+    failure: RateLimitUnavailableException,
+  ): RateLimitUnavailableException {
+    const option = this.options.unavailableResponse;
+    if (option === undefined) return failure;
+    const { message, retryAfter, cause: error } = failure;
+    if (typeof option === 'string') {
+      return new RateLimitUnavailableException(option, retryAfter, error);
+    }
+    const body = this.bodyOf('unavailableResponse', () =>
+      option(context, { status: 503, retryAfter, message, error }),
+    );
+    return new RateLimitUnavailableException(message, retryAfter, error, body);
+  }
+
+  private bodyOf(
+    option: string,
+    build: () => RateLimitCustomBody,
+  ): RateLimitCustomBody | undefined {
+    try {
+      return build();
+    } catch (reason) {
+      const problem = reason instanceof Error ? reason.message : String(reason);
+      this.log.warn(`${option} failed (${problem}); sent the default body`);
+      return undefined;
+    }
+  }
+}
