@@ -3,6 +3,7 @@ import {
   type RateLimitCustomBody,
   RateLimitExceededException,
   RateLimitUnavailableException,
+  withoutStack,
 } from './rate-limit.exceptions.js';
 import type { RateLimitDecision } from './rate-limit-decision.interface.js';
 import type { ResolvedRateLimitOptions } from './resolved-options.js';
@@ -50,12 +51,17 @@ export class DenialResponses {
     retryAfter: number,
   ): RateLimitExceededException {
     const option = this.options.limitedResponse;
-    if (option === undefined) return new RateLimitExceededException(message, retryAfter);
-    if (typeof option === 'string') return new RateLimitExceededException(option, retryAfter);
+    // A denial is an answer, not a bug: no stack is captured for it.
+    if (option === undefined) {
+      return withoutStack(() => new RateLimitExceededException(message, retryAfter));
+    }
+    if (typeof option === 'string') {
+      return withoutStack(() => new RateLimitExceededException(option, retryAfter));
+    }
     const body = this.bodyOf('limitedResponse', () =>
       option(context, { status: 429, retryAfter, message, decision }),
     );
-    return new RateLimitExceededException(message, retryAfter, body);
+    return withoutStack(() => new RateLimitExceededException(message, retryAfter, body));
   }
 
   unavailable(

@@ -74,8 +74,12 @@ export class DenyCache {
       results: denial.results.map((result, i) => {
         const denies = now < denial.until[i] && costs[i] >= denial.costs[i];
         return {
-          ...result,
+          policy: result.policy,
           allowed: !denies,
+          limit: result.limit,
+          window: result.window,
+          capacity: result.capacity,
+          remaining: result.remaining,
           resetMs: Math.max(0, result.resetMs - elapsed),
           retryAfterMs: denies ? result.retryAfterMs - elapsed : 0,
           delayMs: 0,

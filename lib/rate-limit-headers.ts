@@ -14,21 +14,32 @@ export function rateLimitHeaders(
   policyHeader?: string,
 ): Record<string, string> {
   const headers: Record<string, string> = {};
-  const { results } = decision;
-  if (style === 'none' || results.length === 0) return headers;
+  writeRateLimitHeaders(decision, style, policyHeader, (name, value) => (headers[name] = value));
+  return headers;
+}
+
+/** The same headers as rateLimitHeaders, handed to `set` one by one (the guard's hot path). */
+export function writeRateLimitHeaders(
+  { results }: RateLimitDecision,
+  style: HeaderStyle,
+  policyHeader: string | undefined,
+  set: (name: string, value: string) => void,
+): void {
+  if (style === 'none' || results.length === 0) return;
   if (style === 'ietf' || style === 'both') {
-    headers['RateLimit-Policy'] = policyHeader ?? rateLimitPolicyHeader(results);
-    headers['RateLimit'] = results
-      .map((r) => `"${r.policy}";r=${r.remaining};t=${seconds(r.resetMs)}`)
-      .join(', ');
+    set('RateLimit-Policy', policyHeader ?? rateLimitPolicyHeader(results));
+    let value = '';
+    for (const r of results) {
+      value += `${value ? ', ' : ''}"${r.policy}";r=${r.remaining};t=${seconds(r.resetMs)}`;
+    }
+    set('RateLimit', value);
   }
   if (style === 'legacy' || style === 'both') {
     const tightest = results.reduce(moreRestrictive);
-    headers['X-RateLimit-Limit'] = String(quota(tightest));
-    headers['X-RateLimit-Remaining'] = String(tightest.remaining);
-    headers['X-RateLimit-Reset'] = String(seconds(tightest.resetMs));
+    set('X-RateLimit-Limit', String(quota(tightest)));
+    set('X-RateLimit-Remaining', String(tightest.remaining));
+    set('X-RateLimit-Reset', String(seconds(tightest.resetMs)));
   }
-  return headers;
 }
 
 type PolicyShape = Pick<PolicyResult, 'policy' | 'limit' | 'window' | 'capacity'>;

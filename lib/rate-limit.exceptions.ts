@@ -63,3 +63,18 @@ export class RateLimitUnavailableException extends RateLimitHttpException {
 
 /** Whole seconds for Retry-After: rounded up, at least 1. */
 export const retryAfterSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
+
+/**
+ * Builds an exception without capturing a stack: a denial is an answer, not a bug, and the
+ * stack through Nest's async frames costs more than the rest of a 429. Error.stackTraceLimit
+ * is restored before anything else can run.
+ */
+export function withoutStack<T extends Error>(create: () => T): T {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return create();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}

@@ -17,7 +17,7 @@ import {
 } from './rate-limit.constants.js';
 import { RateLimitUnavailableException, retryAfterSeconds } from './rate-limit.exceptions.js';
 import type { RateLimitDecision } from './rate-limit-decision.interface.js';
-import { rateLimitHeaders } from './rate-limit-headers.js';
+import { writeRateLimitHeaders } from './rate-limit-headers.js';
 import { RateLimiter } from './rate-limiter.service.js';
 import type { ResolvedRateLimitOptions } from './resolved-options.js';
 import type { ResolvedPolicy } from './resolved-policy.js';
@@ -56,15 +56,14 @@ export class RateLimitGuard implements CanActivate {
       options.onDecision && new DecisionReporter(options.onDecision, options, this.logger);
   }
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
+  // Not async: on HTTP the decision's own promise is all Nest awaits.
+  canActivate(context: ExecutionContext): Promise<boolean> {
     const type = context.getType<string>();
-    if (!this.contextTypes.has(type)) return true;
+    if (!this.contextTypes.has(type)) return Promise.resolve(true);
     if (type === 'http') return this.limit(context);
-    try {
-      return await this.limit(context);
-    } catch (error) {
+    return this.limit(context).catch(async (error: unknown) => {
       throw error instanceof HttpException ? await this.toTransportError(context, error) : error;
-    }
+    });
   }
 
   /** Decides the request and applies the decision; throws the HTTP exception that answers it. */
@@ -95,7 +94,8 @@ export class RateLimitGuard implements CanActivate {
       );
       return true;
     }
-    const delayMs = Math.max(...decision.results.map((result) => result.delayMs));
+    let delayMs = 0;
+    for (const result of decision.results) delayMs = Math.max(delayMs, result.delayMs);
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
     return true;
   }
@@ -144,24 +144,30 @@ export class RateLimitGuard implements CanActivate {
    * cost can pass, and the message says so.
    */
   protected deny(context: ExecutionContext, decision: RateLimitDecision): never {
-    const denied = decision.results.filter((result) => !result.allowed && !result.shadow);
-    const hopeless = denied.filter((result) => result.retryAfterMs === Infinity);
-    const retryAfter = retryAfterSeconds(
-      Math.max(
-        ...denied.map((result) =>
-          result.retryAfterMs === Infinity ? result.window : result.retryAfterMs,
-        ),
-      ),
-    );
+    let retryAfterMs = 0;
+    const denied: string[] = [];
+    const hopeless: string[] = [];
+    const capacities: number[] = [];
+    for (const result of decision.results) {
+      if (result.allowed || result.shadow) continue;
+      denied.push(`"${result.policy}"`);
+      if (result.retryAfterMs === Infinity) {
+        hopeless.push(`"${result.policy}"`);
+        capacities.push(result.capacity);
+      }
+      retryAfterMs = Math.max(
+        retryAfterMs,
+        result.retryAfterMs === Infinity ? result.window : result.retryAfterMs,
+      );
+    }
+    const retryAfter = retryAfterSeconds(retryAfterMs);
     this.setRetryAfter(context, retryAfter);
-    const names = (results: typeof denied) =>
-      results.map((result) => `"${result.policy}"`).join(', ');
     throw this.responses.limited(
       context,
       decision,
       hopeless.length > 0
-        ? `Rate limit exceeded: this request costs more than ${names(hopeless)} can ever admit (${hopeless.map((result) => result.capacity).join(', ')}); retrying cannot help.`
-        : `Rate limit exceeded (${names(denied)}); retry in ${retryAfter} s.`,
+        ? `Rate limit exceeded: this request costs more than ${hopeless.join(', ')} can ever admit (${capacities.join(', ')}); retrying cannot help.`
+        : `Rate limit exceeded (${denied.join(', ')}); retry in ${retryAfter} s.`,
       retryAfter,
     );
   }
@@ -205,9 +211,8 @@ export class RateLimitGuard implements CanActivate {
     const response = this.getResponse(context);
     if (!response) return;
     const { httpAdapter } = this.adapterHost;
-    const headers = rateLimitHeaders(decision, this.options.headers, plan.policyHeader);
-    for (const [name, value] of Object.entries(headers)) {
-      httpAdapter.setHeader(response, name, value);
-    }
+    writeRateLimitHeaders(decision, this.options.headers, plan.policyHeader, (name, value) =>
+      httpAdapter.setHeader(response, name, value),
+    );
   }
 }

@@ -176,14 +176,22 @@ export class RateLimiter implements OnApplicationShutdown {
     return this.askStore(this.gate.decide(request), ({ allowed, verdicts, local }) => {
       const decision: RateLimitDecision = {
         allowed: allowed && !impossible,
-        results: verdicts.map((verdict, i) => ({
-          policy: policies[i].name,
-          limit: policies[i].limit,
-          window: policies[i].windowMs,
-          capacity: policies[i].maxCost,
-          ...verdict,
-          ...(costs[i] > policies[i].maxCost && { allowed: false, retryAfterMs: Infinity }),
-        })),
+        results: verdicts.map((verdict, i) => {
+          const policy = policies[i];
+          // Field by field, not spread: one object shape for every result.
+          const hopeless = costs[i] > policy.maxCost;
+          return {
+            policy: policy.name,
+            allowed: verdict.allowed && !hopeless,
+            limit: policy.limit,
+            window: policy.windowMs,
+            capacity: policy.maxCost,
+            remaining: verdict.remaining,
+            resetMs: verdict.resetMs,
+            retryAfterMs: hopeless ? Infinity : verdict.retryAfterMs,
+            delayMs: verdict.delayMs,
+          };
+        }),
       };
       // Only the store's own denials are known to hold: not the local fallback's.
       if (denials && !decision.allowed && !local) {

@@ -1,7 +1,9 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, UseFilters } from '@nestjs/common';
 import {
   MemoryStore,
   RateLimit,
+  RateLimitExceededException,
+  RateLimitExceptionFilter,
   RateLimitGuard,
   RateLimitModule,
   type RateLimitModuleOptions,
@@ -503,6 +505,32 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
       },
     );
     await inner.close();
+  });
+
+  it('RateLimitExceptionFilter renders the exceptions your own code throws, Retry-After included', async () => {
+    @Controller('own-code')
+    @UseFilters(RateLimitExceptionFilter)
+    class OwnCodeController {
+      @Get()
+      @SkipRateLimit()
+      refuse(): never {
+        throw new RateLimitExceededException('Try later', 7);
+      }
+    }
+    await withApp(
+      startApp(adapter, [RateLimitModule.forRoot({ redis: server.url })], [OwnCodeController]),
+      async (running) => {
+        const response = await running.get('/own-code');
+        expect(response.status).toBe(429);
+        expect(response.headers.get('retry-after')).toBe('7');
+        expect(await response.json()).toEqual({
+          statusCode: 429,
+          error: 'Too Many Requests',
+          message: 'Try later',
+          retryAfter: 7,
+        });
+      },
+    );
   });
 
   it('forRootAsync takes options from a class (useClass)', async () => {
