@@ -200,7 +200,26 @@ function faultLatency(samples: readonly LoadSample[], faults: readonly Fault[]) 
   return {
     p99: percentile(latencies, 99),
     podLag: Math.round(Math.max(...lasting.map((fault) => fault.podLagMs))),
+    patienceMargin: Math.round(
+      PATIENCE_FACTOR * Math.max(...lasting.map((fault) => slowestAnswerBefore(samples, fault))),
+    ),
   };
+}
+
+/**
+ * The library waits for an answer its deadline plus four times the slowest answer of the
+ * last second or two (see "Late is not silent" in the README): the slowest store call the
+ * pods stamped in the 2 s before a fault, measured as the pods measure it.
+ */
+const PATIENCE_FACTOR = 4;
+function slowestAnswerBefore(samples: readonly LoadSample[], fault: Fault): number {
+  const calls = samples
+    .filter((sample) => sample.doneAt <= fault.start && sample.doneAt > fault.start - 2_000)
+    .filter(
+      (sample) => sample.decisionStartedAt !== undefined && sample.decisionEndedAt !== undefined,
+    )
+    .map((sample) => sample.decisionEndedAt! - sample.decisionStartedAt!);
+  return calls.length > 0 ? Math.max(...calls) : 0;
 }
 
 const statusesOf = (samples: readonly LoadSample[]) =>
@@ -210,9 +229,10 @@ const MODES = {
   /** No 5xx at all, and a fault costs a request no more than the deadline. */
   open(samples: readonly LoadSample[], faults: readonly Fault[]) {
     expect(statusesOf(samples)).toEqual([200, 429]);
-    // Within the deadline plus 50 ms, plus the pods' own lag (a few ms on a quiet machine).
-    const { p99, podLag } = faultLatency(samples, faults);
-    expect(p99).toBeLessThanOrEqual(TIMEOUT_MS + 50 + podLag);
+    // Within the deadline plus 50 ms, plus the pods' own lag (a few ms on a quiet machine)
+    // and the patience margin over recent answer times (a few ms when answers are quick).
+    const { p99, podLag, patienceMargin } = faultLatency(samples, faults);
+    expect(p99).toBeLessThanOrEqual(TIMEOUT_MS + 50 + podLag + patienceMargin);
   },
   /** 503 with Retry-After, and only from a fault's start until limiting is due back. */
   closed(samples: readonly LoadSample[], faults: readonly Fault[]) {
