@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { clientTag, normalizeIp, policyKey } from '../../lib/client-key.js';
 
 describe('normalizeIp', () => {
@@ -38,6 +39,25 @@ describe('clientTag', () => {
   it('cannot be forged: a readable key never equals a hashed one', () => {
     const hashed = clientTag('victim\n');
     expect(clientTag(hashed)).not.toBe(hashed);
+  });
+
+  it('tells keys with lone surrogates apart, from each other and from well-formed keys', () => {
+    // UTF-8 would read each lone surrogate as U+FFFD; the UTF-16 bytes of '\ud800\u0080'
+    // are the UTF-8 bytes of '\u0000\u0600\u0000'.
+    const keys = [
+      '\ud800',
+      '\udc00',
+      '\ufffd',
+      'a\ud800',
+      'a\ufffd',
+      '\ud800\u0080',
+      '\u0000\u0600\u0000',
+    ];
+    const tags = keys.map(clientTag);
+    expect(new Set(tags).size).toBe(keys.length);
+    for (const tag of tags) expect(tag).toMatch(/^#[A-Za-z0-9_-]{43}$/);
+    // Well-formed keys keep the tag they always had, so stored budgets survive an upgrade.
+    expect(clientTag('ü')).toBe('#' + createHash('sha256').update('ü').digest('base64url'));
   });
 
   it('builds keys with the tag in braces', () => {
