@@ -82,14 +82,21 @@ export class RedisStore implements RateLimitStore {
   }
 
   /**
-   * Redis TIME in whole ms. Refused on a Cluster: its nodes each have their own clock, and
-   * one sample could not say which one a decision will meet.
+   * Redis TIME in whole ms. On a Cluster, whose masters each keep their own clock, the
+   * latest of them: a wantedUntil built on it is never earlier than the truth on any node,
+   * and later on a node by at most how far its clock lags the latest (docs/cluster.md).
    */
   async time(): Promise<number> {
-    if (this.isCluster) throw new Error('a Redis Cluster has no single clock');
     this.assertConnected();
-    const [seconds, micros] = await this.client.time();
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    const nodes = this.isCluster ? (this.client as Cluster).nodes('master') : [this.client];
+    if (nodes.length === 0) throw new Error('no Redis Cluster master known yet');
+    const times = await Promise.all(
+      nodes.map(async (node) => {
+        const [seconds, micros] = await node.time();
+        return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+      }),
+    );
+    return Math.max(...times);
   }
 
   /** One atomic EVALSHA deciding every policy of `request` (all its keys in one slot). */

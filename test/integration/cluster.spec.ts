@@ -7,6 +7,8 @@ import {
   RateLimitModule,
   type RateLimitPolicy,
 } from '../../lib/index.js';
+import { resolveOptions } from '../../lib/resolved-options.js';
+import { RedisStore } from '../../lib/stores/redis.store.js';
 import { type RedisClusterHandle, startRedisCluster } from '../support/redis-cluster.js';
 import { byClientHeader, type RunningApp, startApp } from '../support/test-app.js';
 
@@ -194,6 +196,33 @@ describe('Redis Cluster (3 masters)', () => {
     }
     // One tag per client: '{admin}' and its variants share nothing with 'admin'.
     expect(tags.size).toBe(hostile.length);
+  });
+
+  it('charges nothing for decisions abandoned while their node was stalled', async () => {
+    // The library's defaults (100 ms deadline), closed, and no breaker: every decision of the
+    // stall is sent and waits in the socket of the stopped master.
+    const stallable = new RateLimiter(
+      resolveOptions({ prefix: PREFIX, failureMode: 'closed', breaker: false }),
+      new RedisStore(client, false),
+    );
+    const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 10, window: WINDOW };
+    const key = 'stalled-node';
+    for (let i = 0; i < 5; i++) expect((await stallable.consume(key, policy)).allowed).toBe(true);
+    const [written] = await keysWrittenBy(() => stallable.consume(key, policy));
+    // ioredis' slot map: the slot's master first, as "host:port".
+    const [master] = client.slots[await slotOf(written)];
+    const stalled = cluster.servers.find((server) => master.endsWith(`:${server.port}`))!;
+    expect(stalled).toBeDefined();
+
+    // Shorter than cluster-node-timeout (2 s): the other masters do not mark it failed.
+    await stalled.pause(1_500);
+    const abandoned = await Promise.allSettled(
+      Array.from({ length: 20 }, () => stallable.consume(key, policy)),
+    );
+    expect(abandoned.every((result) => result.status === 'rejected')).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    // The 20 ran when the node woke, after their wantedUntil: 6 charged, so 3 left after this.
+    expect((await stallable.consume(key, policy)).results[0].remaining).toBe(3);
   });
 
   it('spreads different clients over slots on every master', async () => {
