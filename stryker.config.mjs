@@ -22,6 +22,7 @@ export default {
     'lib/window.ts',
     'lib/deadline.ts',
     'lib/route-planner.ts',
+    'lib/resolved-options.ts',
   ],
   concurrency: 2,
   // A busy machine can stall a run for seconds; a spurious timeout would count as a kill.
