@@ -13,7 +13,12 @@ import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } from './rate-limit.modu
 import type { RateLimitModuleOptions } from './rate-limit-options.interface.js';
 import { RateLimiter } from './rate-limiter.service.js';
 import { RoutePlanner } from './route-planner.js';
-import { createRedisClient, isRedisClient, type RedisClient } from './redis-connection.js';
+import {
+  awaitReady,
+  createRedisClient,
+  isRedisClient,
+  type RedisClient,
+} from './redis-connection.js';
 import { type ResolvedRateLimitOptions, resolveOptions } from './resolved-options.js';
 import { MemoryStore } from './stores/memory.store.js';
 import type { RateLimitStore } from './stores/rate-limit-store.interface.js';
@@ -43,7 +48,9 @@ const NO_GUARD = { canActivate: () => true };
         store,
       }: ResolvedRateLimitOptions): Promise<RedisClient | null> => {
         if (redis === undefined || store) return null;
-        return isRedisClient(redis) ? redis : createRedisClient(redis, logger);
+        if (!isRedisClient(redis)) return createRedisClient(redis, logger);
+        await awaitReady(redis, logger);
+        return redis;
       },
       inject: [RATE_LIMIT_OPTIONS],
     },

@@ -13,7 +13,7 @@ export function isRedisClient(value: unknown): value is RedisClient {
   );
 }
 
-/** How long start-up waits for a created client's first connection before serving anyway. */
+/** How long start-up waits for a client's first connection before serving anyway. */
 const CONNECT_WAIT_MS = 2_000;
 
 /**
@@ -38,24 +38,43 @@ export async function createRedisClient(
           ...option,
           ...failFast,
         });
-  // Without a listener ioredis reports every failed reconnect as an unhandled error. The last
-  // one names the cause (WRONGPASS, NOPERM, a certificate) in the start-up warning.
+  // Without a listener ioredis reports every failed reconnect as an unhandled error.
+  client.on('error', () => undefined);
+  await awaitReady(client, logger);
+  return client;
+}
+
+/**
+ * Waits up to CONNECT_WAIT_MS for the client to be ready, and warns with the last error it
+ * reported (WRONGPASS, NOPERM, a certificate) if it is not: requests then take the failure
+ * mode at once (the store sends nothing on a client that is not ready) until it is. Leaves
+ * no listener behind, so a client the user owns keeps its own error handling.
+ */
+export async function awaitReady(client: RedisClient, logger: Logger): Promise<void> {
+  if (client.status === 'ready') return;
+  // A lazyConnect client would otherwise never connect: fast failure sends it no command.
+  if (client.status === 'wait') client.connect().catch(() => undefined);
   let lastError: Error | undefined;
-  client.on('error', (error: Error) => {
+  const onError = (error: Error): void => {
     lastError = error;
-  });
-  const ready = await new Promise<boolean>((resolve) => {
+  };
+  let onReady!: () => void;
+  const ready = new Promise<boolean>((resolve) => {
     const timer = setTimeout(() => resolve(false), CONNECT_WAIT_MS);
-    client.once('ready', () => {
+    onReady = () => {
       clearTimeout(timer);
       resolve(true);
-    });
+    };
   });
-  if (!ready) {
+  client.on('error', onError);
+  client.once('ready', onReady);
+  const isReady = client.status === 'end' ? false : await ready;
+  client.off('error', onError);
+  client.off('ready', onReady);
+  if (!isReady) {
     const cause = lastError ? ` (${lastError.message})` : '';
     logger.warn(
       `Redis is not reachable yet${cause}; decisions fail (see failureMode) until it is.`,
     );
   }
-  return client;
 }

@@ -5,14 +5,18 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import {
   ALGORITHMS,
   RateLimit,
   RateLimitModule,
   type RateLimitModuleOptions,
 } from '../../lib/index.js';
+import { RateLimiter } from '../../lib/rate-limiter.service.js';
+import { resolveOptions } from '../../lib/resolved-options.js';
+import { RedisStore } from '../../lib/stores/redis.store.js';
 import { freePort } from '../support/free-port.js';
+import { type RedisClusterHandle, startRedisCluster } from '../support/redis-cluster.js';
 import { LimiterFixture } from '../support/limiters.js';
 import { type RedisServer, sendRawCommand, startRedisServer } from '../support/redis-server.js';
 import { createTestCertificate, type TestCertificate } from '../support/tls-certificate.js';
@@ -106,60 +110,106 @@ describe('Redis with a password (requirepass)', () => {
   it('warns the same way when the password is missing', async () => {
     await expectWarnedFailureMode(server.url, /NOAUTH|Authentication required/i);
   }, 30_000);
+
+  it('warns the same way for a client of the user with a wrong password, and leaves it to its owner', async () => {
+    // ioredis' defaults: an offline queue and 20 retries per command, which must not hang a request.
+    const client = new Redis(`redis://:wrong@127.0.0.1:${server.port}`);
+    const unhandled = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    try {
+      await expectWarnedFailureMode(client, /WRONGPASS/);
+      // No listener of the module is left on the user's client.
+      expect(client.listenerCount('error')).toBe(0);
+      expect(client.listenerCount('ready')).toBe(0);
+      expect(client.status).not.toBe('end');
+    } finally {
+      unhandled.mockRestore();
+      client.disconnect();
+    }
+  }, 30_000);
 });
 
+const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const readmeAcl = /^ACL SETUSER (\S+) (.*)$/m.exec(README);
+const user = readmeAcl?.[1] ?? '';
+const rules = readmeAcl?.[2].split(' ') ?? [];
+const password = rules.find((rule) => rule.startsWith('>'))?.slice(1) ?? '';
+/** What the README adds to the line for a Redis Cluster. */
+const clusterRules = /On a Redis Cluster, add `([^`]+)`/.exec(README)?.[1].split(' ') ?? [];
+
+/** A limiter, and how to close it, on a client that logs in as the README's user. */
+interface AclLimiter {
+  readonly limiter: RateLimiter;
+  /** Resolves once its client is ready, or does not within a second. */
+  readonly ready: Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/**
+ * Every algorithm through the service: charges up to a denial, a peek, a reset and a charge
+ * again, so every command the scripts can call runs. Resolves to the first failure, if any;
+ * a warning from the client (e.g. a skipped ready check) counts as one.
+ */
+let runs = 0;
+async function everyAlgorithm(connect: () => AclLimiter): Promise<unknown> {
+  const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+  const { limiter, ready, close } = connect();
+  try {
+    await Promise.race([ready, sleep(1_000, undefined, { ref: false })]);
+    for (const algorithm of ALGORITHMS) {
+      const policy = { name: 'acl', algorithm, limit: 1, window: '1m' };
+      const key = `acl-${algorithm}-${++runs}`;
+      // The leaky bucket admits a second request at once, to wait its turn; not a third.
+      const charges = [];
+      for (let i = 0; i < 3; i++) charges.push(await limiter.consume(key, policy));
+      const peek = await limiter.peek(key, policy);
+      await limiter.reset(key, policy);
+      const again = await limiter.consume(key, policy);
+      expect({
+        algorithm,
+        allowed: [charges[0], charges[2], peek, again].map((d) => d.allowed),
+      }).toEqual({ algorithm, allowed: [true, false, false, true] });
+    }
+    expect(warn).not.toHaveBeenCalled();
+    return undefined;
+  } catch (error) {
+    return error;
+  } finally {
+    warn.mockRestore();
+    await close();
+  }
+}
+
+/** The commands of `ruleList` without which everyAlgorithm still passes: none, if minimal. */
+async function unneededCommands(
+  ruleList: readonly string[],
+  setUser: (ruleList: readonly string[]) => Promise<unknown>,
+  connect: () => AclLimiter,
+): Promise<string[]> {
+  const unneeded: string[] = [];
+  for (const command of ruleList.filter((rule) => rule.startsWith('+'))) {
+    await setUser(ruleList.filter((rule) => rule !== command));
+    if ((await everyAlgorithm(connect)) === undefined) unneeded.push(command);
+  }
+  return unneeded;
+}
+
 describe('an ACL user with only the permissions the README lists', () => {
-  const readmeAcl = /^ACL SETUSER (\S+) (.*)$/m.exec(
-    readFileSync(new URL('../../README.md', import.meta.url), 'utf8'),
-  );
-  const user = readmeAcl?.[1] ?? '';
-  const rules = readmeAcl?.[2].split(' ') ?? [];
-  const password = rules.find((rule) => rule.startsWith('>'))?.slice(1) ?? '';
   let server: RedisServer;
   const setUser = (ruleList: readonly string[]) =>
     sendRawCommand(server.port, ['ACL', 'SETUSER', user, 'reset', ...ruleList], 1_000, PASSWORD);
+  const connect = (): AclLimiter => {
+    const fixture = new LimiterFixture(
+      'redis',
+      `redis://${user}:${password}@127.0.0.1:${server.port}`,
+    );
+    fixture.client!.on('error', () => undefined);
+    return { limiter: fixture.limiter, ready: fixture.ready(), close: () => fixture.close() };
+  };
 
   beforeAll(async () => {
     server = await startRedisServer({ password: PASSWORD });
   });
   afterAll(() => server?.stop());
-
-  /**
-   * Every algorithm through the service: charges up to a denial, a peek, a reset and a charge
-   * again, so every command the scripts can call runs. Resolves to the first failure, if any;
-   * a warning from the client (e.g. a skipped ready check) counts as one.
-   */
-  let runs = 0;
-  async function everyAlgorithm(): Promise<unknown> {
-    const url = `redis://${user}:${password}@127.0.0.1:${server.port}`;
-    const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
-    const fixture = new LimiterFixture('redis', url);
-    fixture.client!.on('error', () => undefined);
-    try {
-      await Promise.race([fixture.ready(), sleep(1_000, undefined, { ref: false })]);
-      for (const algorithm of ALGORITHMS) {
-        const policy = { name: 'acl', algorithm, limit: 1, window: '1m' };
-        const key = `acl-${algorithm}-${++runs}`;
-        // The leaky bucket admits a second request at once, to wait its turn; not a third.
-        const charges = [];
-        for (let i = 0; i < 3; i++) charges.push(await fixture.limiter.consume(key, policy));
-        const peek = await fixture.limiter.peek(key, policy);
-        await fixture.limiter.reset(key, policy);
-        const again = await fixture.limiter.consume(key, policy);
-        expect({
-          algorithm,
-          allowed: [charges[0], charges[2], peek, again].map((d) => d.allowed),
-        }).toEqual({ algorithm, allowed: [true, false, false, true] });
-      }
-      expect(warn).not.toHaveBeenCalled();
-      return undefined;
-    } catch (error) {
-      return error;
-    } finally {
-      warn.mockRestore();
-      await fixture.close();
-    }
-  }
 
   it('is in the README', () => {
     expect(user).not.toBe('');
@@ -169,18 +219,12 @@ describe('an ACL user with only the permissions the README lists', () => {
 
   it('runs every algorithm, reset included', async () => {
     await setUser(rules);
-    expect(await everyAlgorithm()).toBeUndefined();
+    expect(await everyAlgorithm(connect)).toBeUndefined();
   });
 
   it('is minimal: without any one of its commands something fails', async () => {
-    const commands = rules.filter((rule) => rule.startsWith('+'));
-    expect(commands.length).toBeGreaterThan(5);
-    const unneeded: string[] = [];
-    for (const command of commands) {
-      await setUser(rules.filter((rule) => rule !== command));
-      if ((await everyAlgorithm()) === undefined) unneeded.push(command);
-    }
-    expect(unneeded).toEqual([]);
+    expect(rules.filter((rule) => rule.startsWith('+')).length).toBeGreaterThan(5);
+    expect(await unneededCommands(rules, setUser, connect)).toEqual([]);
   }, 60_000);
 
   it('cannot touch keys outside the prefix', async () => {
@@ -193,6 +237,39 @@ describe('an ACL user with only the permissions the README lists', () => {
       client.disconnect();
     }
   });
+});
+
+describe('an ACL user on a Redis Cluster with the permissions the README lists', () => {
+  let cluster: RedisClusterHandle;
+  const setUser = (ruleList: readonly string[]) =>
+    Promise.all(
+      cluster.servers.map((server) =>
+        sendRawCommand(server.port, ['ACL', 'SETUSER', user, 'reset', ...ruleList]),
+      ),
+    );
+  const connect = (): AclLimiter => {
+    const client = new Cluster(cluster.nodes, { redisOptions: { username: user, password } });
+    client.on('error', () => undefined);
+    client.on('node error', () => undefined);
+    return {
+      limiter: new RateLimiter(resolveOptions({}), new RedisStore(client, true)),
+      ready: once(client, 'ready'),
+      close: async () => client.disconnect(),
+    };
+  };
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster(3);
+  }, 60_000);
+  afterAll(() => cluster?.stop());
+
+  it('runs every algorithm with the Cluster additions, each of them needed', async () => {
+    expect(clusterRules.length).toBeGreaterThan(0);
+    await setUser([...rules, ...clusterRules]);
+    expect(await everyAlgorithm(connect)).toBeUndefined();
+    const withCluster = (ruleList: readonly string[]) => setUser([...rules, ...ruleList]);
+    expect(await unneededCommands(clusterRules, withCluster, connect)).toEqual([]);
+  }, 60_000);
 });
 
 describe('Redis over TLS', () => {
