@@ -22,6 +22,7 @@ export {
   ALGORITHMS,
   type Algorithm,
   type KeyResolver,
+  type LimitResolver,
   type RateLimitPolicy,
 } from './rate-limit-policy.interface.js';
 export type {
@@ -37,7 +38,8 @@ export type {
   RateLimitOutcome,
 } from './rate-limit-event.interface.js';
 export type { ResolvedRateLimitOptions } from './resolved-options.js';
-export type { CostResolver, ResolvedPolicy } from './resolved-policy.js';
+export type { CostResolver, PerRequestLimits, ResolvedPolicy } from './resolved-policy.js';
+export type { RequestLimits } from './request-limits.js';
 export type {
   DecideRequest,
   DecisionMode,

@@ -13,6 +13,14 @@ export type Algorithm = (typeof ALGORITHMS)[number];
 /** Says who is being limited: requests that map to the same string share a budget. */
 export type KeyResolver = (context: ExecutionContext) => string | Promise<string>;
 
+/**
+ * A policy's `limit` or `burst` worked out per request, e.g. from the user's plan. It must
+ * give a positive integer; anything else (or a throw, or a rejection) is the app's error:
+ * the guard answers 500 naming the route and policy, logs it (at most every 5 s) and
+ * charges nothing. Only `RateLimitGuard` calls it; `RateLimiter` takes numbers.
+ */
+export type LimitResolver = (context: ExecutionContext) => number | Promise<number>;
+
 /** One budget: how much a client may do per window, and how that is counted. */
 export interface RateLimitPolicy {
   /**
@@ -22,15 +30,20 @@ export interface RateLimitPolicy {
   name?: string;
   /** @default 'sliding-window-counter' */
   algorithm?: Algorithm;
-  /** Positive integer: requests per window, or the bucket's refill per window. */
-  limit: number;
+  /**
+   * Positive integer: requests per window, or the bucket's refill per window. Or a function
+   * of the request (an extension of the contract), resolved on every request to a route;
+   * see `LimitResolver`.
+   */
+  limit: number | LimitResolver;
   /** Milliseconds, or a duration such as `'250ms'`, `'10s'`, `'1m'`, `'1h'`, `'1d'`. */
   window: number | string;
   /**
    * Token-bucket capacity / leaky-bucket queue size (ignored by the window algorithms).
-   * @default limit
+   * A function of the request too, like `limit` (see `LimitResolver`).
+   * @default limit (as resolved for the request)
    */
-  burst?: number;
+  burst?: number | LimitResolver;
   /**
    * What one request costs: a positive integer, or a function of the request.
    * @default 1

@@ -76,10 +76,11 @@ export class RateLimitGuard implements CanActivate {
 
     const keys = this.clientKeys(context, plan);
     const clientKeys = Array.isArray(keys) ? keys : await keys;
-    const costs = plan.fixedCosts ?? (await this.costs(context, plan.policies));
+    const policies = plan.limits ? await plan.limits.resolve(context) : plan.policies;
+    const costs = plan.fixedCosts ?? (await this.costs(context, policies));
     let decision: RateLimitDecision;
     try {
-      decision = await this.limiter.decide('consume', clientKeys, plan.policies, costs);
+      decision = await this.limiter.decide('consume', clientKeys, policies, costs);
     } catch (error) {
       if (!(error instanceof RateLimitUnavailableException)) throw error;
       this.reporter?.report(context, plan, clientKeys, undefined, error);

@@ -143,7 +143,11 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
     );
   }
   // Validated now so a mistake stops the start; routes resolve them again with their own ids.
-  resolvePolicies(policies, { label: 'RateLimitModule options', defaultScope: 'global' });
+  resolvePolicies(policies, {
+    label: 'RateLimitModule options',
+    defaultScope: 'global',
+    perRequest: true,
+  });
   return {
     redis: options.redis,
     store,

@@ -1,6 +1,11 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { RateLimitConfigError } from './rate-limit-config.error.js';
-import type { Algorithm, KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
+import type {
+  Algorithm,
+  KeyResolver,
+  LimitResolver,
+  RateLimitPolicy,
+} from './rate-limit-policy.interface.js';
 import { parseWindow } from './window.js';
 
 export type CostResolver = (context: ExecutionContext) => number | Promise<number>;
@@ -21,8 +26,21 @@ export interface ResolvedPolicy {
   readonly shadow: boolean;
   /** Appended to the client's hash tag to form this policy's key. */
   readonly keySuffix: string;
-  /** The script arguments known at start-up: limit, window, burst. */
+  /** The script arguments: limit, window, burst. */
   readonly scriptArgs: readonly string[];
+  /**
+   * Set when limit or burst is a function: the policy is a template, whose limit, burst,
+   * maxCost and scriptArgs mean nothing (NaN) until the guard sizes it for a request
+   * (`sizePolicy`, through RequestLimits). Undefined on every policy that can be decided.
+   */
+  readonly perRequest: PerRequestLimits | undefined;
+}
+
+/** What a template's limit and burst are made of: numbers, or functions of the request. */
+export interface PerRequestLimits {
+  readonly limit: number | LimitResolver;
+  /** Undefined for the window algorithms, which ignore burst, and when burst defaults to limit. */
+  readonly burst: number | LimitResolver | undefined;
 }
 
 /** Where policies come from, for error messages and per-route keys. */
@@ -32,6 +50,11 @@ export interface PolicySource {
   /** Identifies the route in keys of route-scoped policies; absent for the service. */
   readonly routeId?: string;
   readonly defaultScope: 'route' | 'global';
+  /**
+   * Set when the guard applies the policies, which can call a limit or burst function per
+   * request; the service has no request to call it with, and refuses one.
+   */
+  readonly perRequest?: boolean;
 }
 
 /**
@@ -49,9 +72,6 @@ const ALGORITHM_CODES: Record<Algorithm, string> = {
 const BUCKETS: ReadonlySet<Algorithm> = new Set(['token-bucket', 'leaky-bucket']);
 /** Names appear in keys and inside quoted structured-field strings of the headers. */
 const POLICY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
-
-const isPositiveInteger = (value: unknown): value is number =>
-  typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
 
 /** Validates and prepares the policies of one place; throws RateLimitConfigError naming place and field. */
 export function resolvePolicies(
@@ -87,26 +107,45 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
       `must be one of ${Object.keys(ALGORITHM_CODES).join(', ')} (got ${JSON.stringify(algorithm)})`,
     );
   }
-  if (!isPositiveInteger(policy.limit)) {
-    fail('limit', `must be a positive integer (got ${JSON.stringify(policy.limit)})`);
+  const dynamic = typeof policy.limit === 'function' || typeof policy.burst === 'function';
+  if (dynamic && !source.perRequest) {
+    const field = typeof policy.limit === 'function' ? 'limit' : 'burst';
+    fail(
+      field,
+      'is a function, which only RateLimitGuard can call (with the request); call it yourself and pass the number it gives',
+    );
+  }
+  if (typeof policy.limit !== 'function' && !isPositiveInteger(policy.limit)) {
+    fail('limit', `must be a positive integer or a function (got ${JSON.stringify(policy.limit)})`);
   }
   const windowMs = parseWindow(policy.window);
   if (windowMs === undefined) {
     fail(
       'window',
-      `must be a positive number of ms or a duration like '250ms', '10s', '1m', '1h', '1d' (got ${JSON.stringify(policy.window)})`,
+      typeof policy.window === 'function'
+        ? 'must be fixed: a function is allowed only for limit and burst'
+        : `must be a positive number of ms or a duration like '250ms', '10s', '1m', '1h', '1d' (got ${JSON.stringify(policy.window)})`,
     );
   }
-  if (policy.burst !== undefined && !isPositiveInteger(policy.burst)) {
-    fail('burst', `must be a positive integer (got ${JSON.stringify(policy.burst)})`);
+  if (
+    policy.burst !== undefined &&
+    typeof policy.burst !== 'function' &&
+    !isPositiveInteger(policy.burst)
+  ) {
+    fail('burst', `must be a positive integer or a function (got ${JSON.stringify(policy.burst)})`);
   }
   // Only the buckets have a capacity apart from the rate; the windows count up to `limit`.
-  const burst = BUCKETS.has(algorithm) ? (policy.burst ?? policy.limit) : policy.limit;
+  const burst = BUCKETS.has(algorithm) ? policy.burst : undefined;
+  const capacity = dynamic
+    ? undefined
+    : capacityOf(algorithm, policy.limit as number, burst as number);
   const cost = policy.cost ?? 1;
   if (typeof cost !== 'function') {
     if (!isPositiveInteger(cost))
       fail('cost', `must be a positive integer or a function (got ${JSON.stringify(cost)})`);
-    if (cost > burst) fail('cost', `${cost} exceeds what the policy can ever admit (${burst})`);
+    // A capacity known only per request is checked per request (a denial, never charged).
+    if (capacity !== undefined && cost > capacity)
+      fail('cost', `${cost} exceeds what the policy can ever admit (${capacity})`);
   }
   if (policy.keyBy !== undefined && typeof policy.keyBy !== 'function') {
     fail('keyBy', 'must be a function');
@@ -119,21 +158,59 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
     fail('shadow', `must be true or false (got ${JSON.stringify(policy.shadow)})`);
   }
   const routePart = scope === 'route' && source.routeId ? `:${source.routeId}` : '';
-  return {
+  const template: ResolvedPolicy = {
     name,
     algorithm,
-    limit: policy.limit,
+    limit: NaN,
     windowMs: windowMs!,
-    burst,
-    maxCost: burst,
+    burst: NaN,
+    maxCost: NaN,
     cost,
     keyBy: policy.keyBy,
     scope,
     shadow: policy.shadow === true,
     keySuffix: `:${name}:${ALGORITHM_CODES[algorithm]}${routePart}`,
-    scriptArgs: [String(policy.limit), String(windowMs), String(burst)],
+    scriptArgs: [],
+    perRequest: { limit: policy.limit, burst },
+  };
+  return dynamic ? template : sizePolicy(template, policy.limit as number, burst as number);
+}
+
+/**
+ * The policy decided with this limit and burst (burst undefined: the limit): a template's
+ * per request, every other policy's once at start-up. Built field by field in one order, so
+ * that every policy object has the same shape.
+ */
+export function sizePolicy(
+  policy: ResolvedPolicy,
+  limit: number,
+  burst: number | undefined,
+): ResolvedPolicy {
+  const capacity = capacityOf(policy.algorithm, limit, burst);
+  return {
+    name: policy.name,
+    algorithm: policy.algorithm,
+    limit,
+    windowMs: policy.windowMs,
+    burst: capacity,
+    maxCost: capacity,
+    cost: policy.cost,
+    keyBy: policy.keyBy,
+    scope: policy.scope,
+    shadow: policy.shadow,
+    keySuffix: policy.keySuffix,
+    scriptArgs: [String(limit), String(policy.windowMs), String(capacity)],
+    perRequest: undefined,
   };
 }
+
+/** What `remaining` can reach: the bucket's burst (default: the limit), or the window's limit. */
+const capacityOf = (algorithm: Algorithm, limit: number, burst: number | undefined): number =>
+  BUCKETS.has(algorithm) ? (burst ?? limit) : limit;
+
+/** Whether a limit or burst a function gave can be decided by. */
+export const isPositiveInteger = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
 
 function configError(source: PolicySource, name: string, field: string, problem: string) {
   return new RateLimitConfigError(

@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { GUARDS_METADATA } from '@nestjs/common/constants.js';
 import { createHash } from 'node:crypto';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
@@ -11,6 +11,7 @@ import {
 import { RateLimitConfigError } from './rate-limit-config.error.js';
 import { rateLimitPolicyHeader } from './rate-limit-headers.js';
 import type { RateLimitPolicy } from './rate-limit-policy.interface.js';
+import { RequestLimits } from './request-limits.js';
 import type { ResolvedRateLimitOptions } from './resolved-options.js';
 import { type ResolvedPolicy, resolvePolicies } from './resolved-policy.js';
 
@@ -18,13 +19,22 @@ import { type ResolvedPolicy, resolvePolicies } from './resolved-policy.js';
 export interface RoutePlan {
   /** The route's id in keys and in `onDecision` events, e.g. `UsersController.find`. */
   readonly route: string;
+  /**
+   * The policies; where `limits` is set, some are templates (perRequest set) that only
+   * `limits.resolve` turns into policies a decision can use.
+   */
   readonly policies: readonly ResolvedPolicy[];
+  /** Set when some policy's limit or burst is a function: the route's per-request sizing. */
+  readonly limits: RequestLimits | undefined;
   /** Set when no policy has a cost function: the same array serves every request. */
   readonly fixedCosts: readonly number[] | undefined;
   /** Set when no policy has its own keyBy: the module's key serves them all. */
   readonly sharesModuleKey: boolean;
-  /** The RateLimit-Policy header value, the same for every response. */
-  readonly policyHeader: string;
+  /**
+   * The RateLimit-Policy header value, the same for every response; undefined where limits
+   * vary per request, which write it from each decision's results.
+   */
+  readonly policyHeader: string | undefined;
   /**
    * Set when the handler or its class has `@UseGuards(RateLimitGuard)` (or a subclass):
    * that guard decides, and the global one lets the request through, so nothing is charged
@@ -42,6 +52,7 @@ const READABLE_ROUTE = /^[\w.$-]{1,64}$/;
 const UNLIMITED: RoutePlan = {
   route: '',
   policies: [],
+  limits: undefined,
   fixedCosts: [],
   sharesModuleKey: true,
   policyHeader: '',
@@ -58,6 +69,7 @@ export class RoutePlanner implements OnModuleInit {
   private readonly plans = new Map<RouteTarget, Map<RouteTarget, RoutePlan>>();
   /** Route ids in use, with the class and handler each names. */
   private readonly routeIds = new Map<string, readonly [RouteTarget, RouteTarget]>();
+  private readonly logger = new Logger('RateLimit');
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
@@ -116,13 +128,12 @@ export class RoutePlanner implements OnModuleInit {
     let plan = UNLIMITED;
     if (skip !== true) {
       const routeId = this.routeId(label, owner, handler);
-      const source = declared
-        ? { label, routeId, defaultScope: 'route' as const }
-        : {
-            label: `RateLimitModule options (for ${label})`,
-            routeId,
-            defaultScope: 'global' as const,
-          };
+      const source = {
+        label: declared ? label : `RateLimitModule options (for ${label})`,
+        routeId,
+        defaultScope: declared ? ('route' as const) : ('global' as const),
+        perRequest: true,
+      };
       const resolved = resolvePolicies(declared ?? this.options.policies, source);
       const unknown =
         skip?.filter((name) => !resolved.some((policy) => policy.name === name)) ?? [];
@@ -133,19 +144,23 @@ export class RoutePlanner implements OnModuleInit {
       }
       const policies = resolved.filter((policy) => !skip?.includes(policy.name));
       const costsAreFixed = policies.every((policy) => typeof policy.cost === 'number');
+      const limitsAreFixed = policies.every((policy) => !policy.perRequest);
       plan = {
         route: routeId,
         policies,
+        limits: limitsAreFixed ? undefined : new RequestLimits(label, policies, this.logger),
         fixedCosts: costsAreFixed ? policies.map((policy) => policy.cost as number) : undefined,
         sharesModuleKey: policies.every((policy) => !policy.keyBy),
-        policyHeader: rateLimitPolicyHeader(
-          policies.map(({ name, limit, windowMs, maxCost }) => ({
-            policy: name,
-            limit,
-            window: windowMs,
-            capacity: maxCost,
-          })),
-        ),
+        policyHeader: limitsAreFixed
+          ? rateLimitPolicyHeader(
+              policies.map(({ name, limit, windowMs, maxCost }) => ({
+                policy: name,
+                limit,
+                window: windowMs,
+                capacity: maxCost,
+              })),
+            )
+          : undefined,
         guardedExplicitly: [handler, owner].some((target) => this.hasOwnRateLimitGuard(target)),
       };
     }

@@ -47,7 +47,9 @@ function randomPolicies(next: () => number, route: number): RateLimitPolicy[] {
 /** The largest cost every policy of the route can admit (the library's maxCost). */
 const maxCostOf = (policies: readonly RateLimitPolicy[]): number =>
   Math.min(
-    ...policies.map((p) => (p.algorithm?.endsWith('bucket') ? (p.burst ?? p.limit) : p.limit)),
+    ...policies.map(
+      (p) => (p.algorithm?.endsWith('bucket') ? (p.burst ?? p.limit) : p.limit) as number,
+    ),
   );
 
 interface TraceCounts {

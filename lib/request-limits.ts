@@ -1,0 +1,120 @@
+import { type ExecutionContext, InternalServerErrorException, type Logger } from '@nestjs/common';
+import type { LimitResolver } from './rate-limit-policy.interface.js';
+import { isPositiveInteger, type ResolvedPolicy, sizePolicy } from './resolved-policy.js';
+import { ThrottledLog } from './throttled-log.js';
+
+/**
+ * Sized policies kept per template, by limit and burst: plans are few, so a request usually
+ * gets the same object as the last one of its plan (no allocation, and the deny cache
+ * recognises it at once). Bounded for apps whose limits vary per user: past this many, the
+ * memo starts over.
+ */
+const SIZES_KEPT = 256;
+
+/**
+ * The dynamic path of one route whose policies have a function for limit or burst: calls
+ * them per request and gives the guard the policies sized for that request. Routes without
+ * such functions never get here.
+ */
+export class RequestLimits {
+  private readonly log: ThrottledLog;
+  private readonly sizes: Map<string, ResolvedPolicy>[];
+
+  /**
+   * @param label names the route in messages, e.g. `UsersController.find`
+   * @param policies the route's policies: templates (perRequest set) and ready ones
+   */
+  constructor(
+    private readonly label: string,
+    private readonly policies: readonly ResolvedPolicy[],
+    logger: Logger,
+  ) {
+    this.log = new ThrottledLog(logger);
+    this.sizes = policies.map(() => new Map());
+  }
+
+  /**
+   * The route's policies for this request. A function that throws, rejects or gives
+   * anything but a positive integer is the app's error: the promise rejects with a 500
+   * naming route and policy, before anything is charged.
+   */
+  resolve(context: ExecutionContext): Promise<ResolvedPolicy[]> {
+    return Promise.all(
+      this.policies.map((policy, i) =>
+        policy.perRequest ? this.size(context, policy, i) : policy,
+      ),
+    );
+  }
+
+  private async size(
+    context: ExecutionContext,
+    template: ResolvedPolicy,
+    index: number,
+  ): Promise<ResolvedPolicy> {
+    const { limit, burst } = template.perRequest!;
+    const [resolvedLimit, resolvedBurst] = await Promise.all([
+      this.call(context, template, 'limit', limit),
+      burst === undefined ? undefined : this.call(context, template, 'burst', burst),
+    ]);
+    const id = `${resolvedLimit}/${resolvedBurst}`;
+    const sizes = this.sizes[index];
+    let sized = sizes.get(id);
+    if (!sized) {
+      if (sizes.size >= SIZES_KEPT) sizes.clear();
+      sized = sizePolicy(template, resolvedLimit, resolvedBurst);
+      sizes.set(id, sized);
+    }
+    return sized;
+  }
+
+  private async call(
+    context: ExecutionContext,
+    template: ResolvedPolicy,
+    field: 'limit' | 'burst',
+    value: number | LimitResolver,
+  ): Promise<number> {
+    if (typeof value === 'number') return value;
+    let result: unknown;
+    try {
+      result = await value(context);
+    } catch (error) {
+      throw this.fail(template, `its ${field} function failed`, error);
+    }
+    if (!isPositiveInteger(result)) {
+      throw this.fail(
+        template,
+        `its ${field} function gave ${describe(result)}, not a positive integer`,
+      );
+    }
+    return result;
+  }
+
+  /**
+   * The 500 that answers the request; the log adds what the function threw, which the
+   * client is not told.
+   */
+  private fail(
+    template: ResolvedPolicy,
+    problem: string,
+    cause?: unknown,
+  ): InternalServerErrorException {
+    const message = `Rate limit policy "${template.name}" on ${this.label}: ${problem}`;
+    this.log.warn(
+      cause === undefined
+        ? `${message}; nothing was charged`
+        : `${message} (${cause instanceof Error ? cause.message : String(cause)}); nothing was charged`,
+    );
+    return new InternalServerErrorException(message, { cause });
+  }
+}
+
+/** A bad result as a short readable value: `2.5`, `"10"`, `undefined`. */
+function describe(value: unknown): string {
+  const text =
+    typeof value === 'string'
+      ? JSON.stringify(value)
+      : typeof value === 'bigint'
+        ? `${value}n`
+        : String(value);
+  return text.length > 40 ? `${text.slice(0, 40)}…` : text;
+}
