@@ -108,6 +108,8 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
     );
   }
   const dynamic = typeof policy.limit === 'function' || typeof policy.burst === 'function';
+  // The service refuses functions: offering one there would mislead.
+  const orFunction = source.perRequest ? ' or a function' : '';
   if (dynamic && !source.perRequest) {
     const field = typeof policy.limit === 'function' ? 'limit' : 'burst';
     fail(
@@ -116,7 +118,7 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
     );
   }
   if (typeof policy.limit !== 'function' && !isPositiveInteger(policy.limit)) {
-    fail('limit', `must be a positive integer or a function (got ${JSON.stringify(policy.limit)})`);
+    fail('limit', `must be a positive integer${orFunction} (got ${JSON.stringify(policy.limit)})`);
   }
   const windowMs = parseWindow(policy.window);
   if (windowMs === undefined) {
@@ -132,7 +134,7 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
     typeof policy.burst !== 'function' &&
     !isPositiveInteger(policy.burst)
   ) {
-    fail('burst', `must be a positive integer or a function (got ${JSON.stringify(policy.burst)})`);
+    fail('burst', `must be a positive integer${orFunction} (got ${JSON.stringify(policy.burst)})`);
   }
   // Only the buckets have a capacity apart from the rate; the windows count up to `limit`.
   const burst = BUCKETS.has(algorithm) ? policy.burst : undefined;

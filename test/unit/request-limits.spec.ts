@@ -73,6 +73,19 @@ describe('policies with limit or burst functions, at start-up', () => {
     );
   });
 
+  it('offers a function for a bad limit or burst only where the guard applies the policy', () => {
+    const policy: RateLimitPolicy = { algorithm: 'token-bucket', limit: 0, window: 1 };
+    expect(() => resolvePolicies([policy], ROUTE)).toThrow(
+      'limit must be a positive integer or a function (got 0)',
+    );
+    expect(() => resolvePolicies([{ ...policy, limit: 1, burst: 0.5 }], ROUTE)).toThrow(
+      'burst must be a positive integer or a function (got 0.5)',
+    );
+    expect(() => resolvePolicies([policy], SERVICE)).toThrow(
+      'limit must be a positive integer (got 0)',
+    );
+  });
+
   it('refuses a function where no request can call it: in a RateLimiter call', () => {
     expect(() => resolvePolicies([{ limit: () => 1, window: '1m' }], SERVICE)).toThrow(
       new RateLimitConfigError(
