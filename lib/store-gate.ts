@@ -86,7 +86,19 @@ export class StoreGate {
     const { timeout } = this.options;
     const patience = Math.min(maxWait, timeout + LATENCY_MARGIN * this.silence.recentLatency());
     const wantedUntil = this.clock?.at(askedAt + patience);
-    const asked = wantedUntil === undefined ? request : { ...request, wantedUntil };
+    // Written out: a spread that adds a property costs about a microsecond per decision.
+    const asked: DecideRequest =
+      wantedUntil === undefined
+        ? request
+        : {
+            mode: request.mode,
+            keys: request.keys,
+            policies: request.policies,
+            costs: request.costs,
+            now: request.now,
+            ttlFloorMs: request.ttlFloorMs,
+            wantedUntil,
+          };
     const fallBack = this.local && ((error: unknown) => this.decideLocally(request, error));
     return this.ask(() => this.store.decide(asked), {
       wait: { patience, timeout, maxWait },
