@@ -24,9 +24,11 @@ const ALGORITHMS: Record<Algorithm, MemoryAlgorithm<unknown, MemoryVerdict>> = {
 interface Entry {
   state: unknown;
   /**
-   * Real time (Date.now) at which the sweep drops the entry, as Redis expires a key: never
-   * in the decisions' clock, which a virtual clock may run far ahead. Decisions ignore it,
-   * since every state dates itself.
+   * Real time (Date.now) past which the entry is gone, as Redis expires a key: never in the
+   * decisions' clock, which a virtual clock may run far ahead. Decisions see an expired
+   * entry as absent, as Redis does: under one limit a state dates itself, but when a
+   * client's limit changes (limits per request), a token bucket's key outlives or falls
+   * short of what the new rate would keep, and both stores must answer alike.
    */
   expiresAt: number;
 }
@@ -46,9 +48,9 @@ export class MemoryStore implements RateLimitStore {
   }
 
   async decide(request: DecideRequest): Promise<StoreDecision> {
-    if (request.wantedUntil !== undefined && Date.now() > request.wantedUntil)
-      return STALE_DECISION;
-    const now = request.now ?? Date.now();
+    const realNow = Date.now();
+    if (request.wantedUntil !== undefined && realNow > request.wantedUntil) return STALE_DECISION;
+    const now = request.now ?? realNow;
     const { keys, policies, costs } = request;
     const checked = policies.map((policy, i) => {
       const algorithm = ALGORITHMS[policy.algorithm];
@@ -58,14 +60,17 @@ export class MemoryStore implements RateLimitStore {
         burst: policy.burst,
         cost: costs[i],
       };
-      return { algorithm, p, verdict: algorithm.check(this.entries.get(keys[i])?.state, now, p) };
+      const entry = this.entries.get(keys[i]);
+      // Alive up to its expiry time included, as a Redis key.
+      const state = entry && entry.expiresAt >= realNow ? entry.state : undefined;
+      return { algorithm, p, verdict: algorithm.check(state, now, p) };
     });
     const allowed = checked.every(({ verdict }) => verdict.allowed);
     if (allowed && request.mode === 'consume') {
       checked.forEach(({ algorithm, p, verdict }, i) => {
         const { state, ttlMs } = algorithm.commit(now, p, verdict);
         const lifetime = Math.max(Math.ceil(ttlMs), request.ttlFloorMs, 1);
-        this.entries.set(keys[i], { state, expiresAt: Date.now() + lifetime });
+        this.entries.set(keys[i], { state, expiresAt: realNow + lifetime });
       });
     }
     return {
