@@ -1,4 +1,5 @@
 import type { ExecutionContext, Logger } from '@nestjs/common';
+import type { RateLimitMetrics } from './metrics.js';
 import type { RateLimitHttpException } from './rate-limit.exceptions.js';
 import type { RateLimitDecision } from './rate-limit-decision.interface.js';
 import type {
@@ -11,20 +12,23 @@ import type { RoutePlan } from './route-planner.js';
 import { ThrottledLog } from './throttled-log.js';
 
 /**
- * Tells the `onDecision` hook what the guard decided. The hook is the app's code: what it
- * throws is logged (throttled) and never reaches the request.
+ * Tells the `onDecision` hook and the metrics what the guard decided. The hook is the app's
+ * code: what it throws is logged (throttled) and never reaches the request.
  */
 export class DecisionReporter {
   private readonly log: ThrottledLog;
   private readonly failed: RateLimitOutcome;
+  private readonly hook: RateLimitDecisionHook | undefined;
+  private readonly metrics: RateLimitMetrics | undefined;
 
   constructor(
-    private readonly hook: RateLimitDecisionHook,
     private readonly options: ResolvedRateLimitOptions,
     logger: Logger,
   ) {
     this.log = new ThrottledLog(logger);
     this.failed = options.failureMode === 'open' ? 'failed_open' : 'failed_closed';
+    this.hook = options.onDecision;
+    this.metrics = options.metrics;
   }
 
   /** Reports a decision, or (with `error`) a store failure. */
@@ -36,6 +40,19 @@ export class DecisionReporter {
     error?: RateLimitHttpException,
   ): void {
     const outcome = decision ? this.outcomeOf(decision) : this.failed;
+    this.metrics?.decided(plan, outcome, decision);
+    if (this.hook) this.callHook(this.hook, context, plan, keys, outcome, decision, error);
+  }
+
+  private callHook(
+    hook: RateLimitDecisionHook,
+    context: ExecutionContext,
+    plan: RoutePlan,
+    keys: readonly string[],
+    outcome: RateLimitOutcome,
+    decision: RateLimitDecision | undefined,
+    error: RateLimitHttpException | undefined,
+  ): void {
     const event: RateLimitDecisionEvent = {
       outcome,
       route: plan.route,
@@ -53,7 +70,7 @@ export class DecisionReporter {
       context,
     };
     try {
-      const returned: unknown = this.hook(event);
+      const returned: unknown = hook(event);
       if (returned instanceof Promise) returned.catch((reason) => this.complain(plan, reason));
     } catch (reason) {
       this.complain(plan, reason);
@@ -62,7 +79,9 @@ export class DecisionReporter {
 
   private outcomeOf(decision: RateLimitDecision): RateLimitOutcome {
     if (decision.allowed) {
-      return decision.results.some((result) => result.delayMs > 0) ? 'delayed' : 'allowed';
+      // A loop, not some(): this runs on every request.
+      for (const result of decision.results) if (result.delayMs > 0) return 'delayed';
+      return 'allowed';
     }
     if (this.options.dryRun) return 'dry_run_denied';
     return decision.cached ? 'denied_cached' : 'denied';

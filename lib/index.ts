@@ -37,6 +37,7 @@ export type {
   RateLimitDecisionHook,
   RateLimitOutcome,
 } from './rate-limit-event.interface.js';
+export type { RateLimitMeter, RateLimitMeterProvider, RateLimitMetricsOptions } from './metrics.js';
 export type { ResolvedRateLimitOptions } from './resolved-options.js';
 export type { CostResolver, PerRequestLimits, ResolvedPolicy } from './resolved-policy.js';
 export type { RequestLimits } from './request-limits.js';

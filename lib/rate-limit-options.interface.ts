@@ -1,6 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RateLimitResponseOption } from './denial-responses.js';
+import type { RateLimitMetricsOptions } from './metrics.js';
 import type { RateLimitDecisionHook } from './rate-limit-event.interface.js';
 import type { KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
 import type { RateLimitStore } from './stores/rate-limit-store.interface.js';
@@ -146,4 +147,14 @@ export interface RateLimitModuleOptions {
    * @default undefined (the default body)
    */
   unavailableResponse?: RateLimitResponseOption;
+  /**
+   * OpenTelemetry metrics (see the README's Metrics section for names, units and
+   * attributes): decisions of the guard by route, policy and outcome, near-limit admissions,
+   * store latency and store failures by kind. `true` uses the global MeterProvider of
+   * `@opentelemetry/api` (an optional peer, loaded only then); or pass a `meterProvider`,
+   * and the share of capacity left under which an admission counts as near the limit.
+   * Off, nothing of OpenTelemetry is loaded. An extension.
+   * @default false
+   */
+  metrics?: boolean | RateLimitMetricsOptions;
 }

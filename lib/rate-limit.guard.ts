@@ -38,7 +38,7 @@ export class RateLimitGuard implements CanActivate {
   private readonly failureLog = new ThrottledLog(this.logger);
   private readonly dryRunLog = new ThrottledLog(this.logger);
   private readonly contextTypes: ReadonlySet<string>;
-  /** Set when the onDecision option is: without it, reporting costs nothing. */
+  /** Set when the onDecision or metrics option is: without them, reporting costs nothing. */
   private readonly reporter: DecisionReporter | undefined;
   /** Set by RateLimitModule on its global instance, which yields to a guard applied by @UseGuards. */
   [GLOBAL_GUARD] = false;
@@ -53,7 +53,9 @@ export class RateLimitGuard implements CanActivate {
     this.contextTypes = new Set(options.contextTypes);
     this.responses = new DenialResponses(options, this.logger);
     this.reporter =
-      options.onDecision && new DecisionReporter(options.onDecision, options, this.logger);
+      options.onDecision || options.metrics
+        ? new DecisionReporter(options, this.logger)
+        : undefined;
   }
 
   // Not async: on HTTP the decision's own promise is all Nest awaits.

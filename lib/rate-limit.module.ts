@@ -1,5 +1,6 @@
 import { Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, DiscoveryModule } from '@nestjs/core';
+import { globalMeterProvider } from './metrics.js';
 import { otherCopiesLoaded } from './package-copies.js';
 import {
   GLOBAL_GUARD,
@@ -38,7 +39,8 @@ const NO_GUARD = { canActivate: () => true };
   providers: [
     {
       provide: RATE_LIMIT_OPTIONS,
-      useFactory: (options: RateLimitModuleOptions) => resolveOptions(options),
+      useFactory: async (options: RateLimitModuleOptions) =>
+        resolveOptions(options, await globalMeterProvider(options.metrics)),
       inject: [MODULE_OPTIONS_TOKEN],
     },
     {

@@ -8,6 +8,7 @@ import type {
   RateLimitModuleOptions,
 } from './rate-limit-options.interface.js';
 import type { RateLimitResponseOption } from './denial-responses.js';
+import { createMetrics, type RateLimitMeterProvider, type RateLimitMetrics } from './metrics.js';
 import type { RateLimitDecisionHook } from './rate-limit-event.interface.js';
 import type { KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
 import { resolvePolicies } from './resolved-policy.js';
@@ -38,6 +39,8 @@ export interface ResolvedRateLimitOptions {
   readonly onDecision: RateLimitDecisionHook | undefined;
   readonly limitedResponse: RateLimitResponseOption | undefined;
   readonly unavailableResponse: RateLimitResponseOption | undefined;
+  /** The OpenTelemetry instruments; undefined when the `metrics` option is off. */
+  readonly metrics: RateLimitMetrics | undefined;
 }
 
 export interface BreakerOptions {
@@ -52,7 +55,14 @@ const HEADER_STYLES: readonly HeaderStyle[] = ['ietf', 'legacy', 'both', 'none']
 const PREFIX = /^[^{}\s]{1,32}$/;
 const DENY_CACHE_ENTRIES = 10_000;
 
-export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRateLimitOptions {
+/**
+ * @param globalMeterProvider what `globalMeterProvider()` found, for a `metrics` option
+ *   without a meterProvider of its own
+ */
+export function resolveOptions(
+  options: RateLimitModuleOptions = {},
+  globalMeterProvider?: RateLimitMeterProvider,
+): ResolvedRateLimitOptions {
   const fail = (field: string, problem: string) =>
     new RateLimitConfigError(`Invalid RateLimitModule option ${field}: ${problem}`);
   const shown = (value: unknown) =>
@@ -142,6 +152,7 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
       `must be true, false or { maxEntries: a positive integer } (got ${shown(options.denyCache)})`,
     );
   }
+  const metrics = createMetrics(options.metrics, globalMeterProvider);
   // Validated now so a mistake stops the start; routes resolve them again with their own ids.
   resolvePolicies(policies, {
     label: 'RateLimitModule options',
@@ -169,6 +180,7 @@ export function resolveOptions(options: RateLimitModuleOptions = {}): ResolvedRa
     onDecision: options.onDecision,
     limitedResponse: options.limitedResponse,
     unavailableResponse: options.unavailableResponse,
+    metrics,
   };
 }
 

@@ -146,8 +146,13 @@ export class StoreGate {
     const fail = (error: unknown): Promise<T> =>
       fallBack ? fallBack(error) : Promise.reject(error);
     const pass: BreakerPass = this.breaker?.pass() ?? 'closed';
+    const { metrics } = this.options;
     if (pass === 'refused') {
-      return fail(new CircuitOpenError(`circuit breaker open (last failure: ${this.lastFailure})`));
+      const error = new CircuitOpenError(
+        `circuit breaker open (last failure: ${this.lastFailure})`,
+      );
+      metrics?.storeFailed(error, askedAt);
+      return fail(error);
     }
     let pending: Promise<T>;
     try {
@@ -157,10 +162,12 @@ export class StoreGate {
     }
     return withDeadline(pending, wait, this.silence, askedAt).then(
       (answer) => {
+        metrics?.storeAnswered(askedAt);
         this.breaker?.succeeded();
         return onAnswer ? onAnswer(answer) : answer;
       },
       (error: unknown) => {
+        metrics?.storeFailed(error, askedAt);
         this.lastFailure = error instanceof Error ? error.message : String(error);
         this.breaker?.failed(pass);
         return fail(error);

@@ -3,8 +3,12 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-/** The transports' packages: the library reaches for them only when a handler of theirs is limited. */
-const OPTIONAL = /\/node_modules\/(graphql|@nestjs\/(graphql|websockets|microservices))\//;
+/**
+ * The transports' packages, which the library reaches for only when a handler of theirs is
+ * limited, and OpenTelemetry's, only with the `metrics` option.
+ */
+const OPTIONAL =
+  /\/node_modules\/(graphql|@nestjs\/(graphql|websockets|microservices)|@opentelemetry\/[^/]+)\//;
 
 /**
  * Loads the built package in a fresh Node process, one way, then `@nestjs/websockets` as a
@@ -49,7 +53,7 @@ async function loadedPackages(how: 'import' | 'require') {
 
 describe('optional peers', () => {
   it.each(['import', 'require'] as const)(
-    'loading the package with %s loads none of graphql, @nestjs/websockets, @nestjs/microservices',
+    'loading the package with %s loads none of graphql, @nestjs/websockets, @nestjs/microservices, @opentelemetry/api',
     async (how) => {
       const { library, control } = await loadedPackages(how);
       expect(library).toEqual([]);

@@ -1,0 +1,267 @@
+import { DeadlineExceededError } from './deadline.js';
+import { RateLimitConfigError } from './rate-limit-config.error.js';
+import type { RateLimitDecision } from './rate-limit-decision.interface.js';
+import type { RateLimitOutcome } from './rate-limit-event.interface.js';
+import type { RoutePlan } from './route-planner.js';
+import { CircuitOpenError } from './store-gate.js';
+
+/**
+ * What the limiter needs of an OpenTelemetry `MeterProvider` (the API's or the SDK's fits).
+ * Written out, so that the package's types do not name `@opentelemetry/api`, an optional peer.
+ */
+export interface RateLimitMeterProvider {
+  getMeter(name: string, version?: string): RateLimitMeter;
+}
+
+type Attributes = Readonly<Record<string, string>>;
+
+/** The part of an OpenTelemetry `Meter` the limiter uses. */
+export interface RateLimitMeter {
+  createCounter(
+    name: string,
+    options?: { description?: string; unit?: string },
+  ): { add(value: number, attributes?: Attributes): void };
+  createHistogram(
+    name: string,
+    options?: {
+      description?: string;
+      unit?: string;
+      advice?: { explicitBucketBoundaries?: number[] };
+    },
+  ): { record(value: number, attributes?: Attributes): void };
+}
+
+/** The `metrics` option in its object form. */
+export interface RateLimitMetricsOptions {
+  /**
+   * Where the instruments come from.
+   * @default the global MeterProvider of `@opentelemetry/api`, as registered when the module starts
+   */
+  meterProvider?: RateLimitMeterProvider;
+  /**
+   * An admitted request counts in `rate_limiting.near_limit_decisions` when a policy has at
+   * most this share of its capacity (the limit; the burst for the buckets) left.
+   * @default 0.2
+   */
+  nearLimitShare?: number;
+}
+
+const DEFAULT_NEAR_LIMIT_SHARE = 0.2;
+
+/** The metrics' names, as listed in the README. */
+export const METRIC_NAMES = {
+  decisions: 'rate_limiting.decisions',
+  nearLimit: 'rate_limiting.near_limit_decisions',
+  storeDuration: 'rate_limiting.store.operation.duration',
+  storeFailures: 'rate_limiting.store.failures',
+} as const;
+
+/** Why a store call failed, in the `error.type` attribute. */
+export type StoreFailureKind = 'timeout' | 'disconnected' | 'error' | 'circuit_open';
+
+const OUTCOMES: readonly RateLimitOutcome[] = [
+  'allowed',
+  'delayed',
+  'denied',
+  'denied_cached',
+  'dry_run_denied',
+  'failed_open',
+  'failed_closed',
+  'shadow_denied',
+];
+const FAILURE_KINDS: readonly StoreFailureKind[] = [
+  'timeout',
+  'disconnected',
+  'error',
+  'circuit_open',
+];
+
+/** Seconds: a healthy Redis answers in well under a millisecond, a failing one in `timeout`. */
+const DURATION_BUCKETS = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+];
+
+/** Node's codes for a connection refused, lost or never made. */
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNABORTED',
+]);
+/**
+ * How ioredis (and RedisStore, which refuses while its client is not ready) say the
+ * connection is gone; matched by text since they carry no code.
+ */
+const DISCONNECTED = /connection is (?!ready)|stream isn't writeable|max retries per request/i;
+
+/** The attribute sets of one route, built on its first decision and reused ever after. */
+interface RouteAttributes {
+  /** Per policy, by outcome. */
+  readonly decisions: readonly Readonly<Record<RateLimitOutcome, Attributes>>[];
+  /** Per policy. */
+  readonly nearLimit: readonly Attributes[];
+}
+
+/**
+ * The limiter's OpenTelemetry instruments. Every attribute set is built once (per route,
+ * policy and outcome, per failure kind), so counting allocates nothing per request.
+ */
+export class RateLimitMetrics {
+  private readonly decisions;
+  private readonly nearLimit;
+  private readonly storeDuration;
+  private readonly storeFailures;
+  private readonly routes = new Map<string, RouteAttributes>();
+  private readonly answered: Attributes = {};
+  private readonly failures = byKey(FAILURE_KINDS, (kind) => ({ 'error.type': kind }));
+
+  constructor(
+    provider: RateLimitMeterProvider,
+    private readonly nearLimitShare: number,
+  ) {
+    const meter = provider.getMeter('nestjs-redis-rate-limiter');
+    this.decisions = meter.createCounter(METRIC_NAMES.decisions, {
+      description: 'Decisions of the guard, one per policy of each request decided.',
+      unit: '{decision}',
+    });
+    this.nearLimit = meter.createCounter(METRIC_NAMES.nearLimit, {
+      description: `Admitted decisions that left a policy at most ${nearLimitShare * 100}% of its capacity.`,
+      unit: '{decision}',
+    });
+    this.storeDuration = meter.createHistogram(METRIC_NAMES.storeDuration, {
+      description: 'Time from asking the store to hearing its answer or giving up on it.',
+      unit: 's',
+      advice: { explicitBucketBoundaries: DURATION_BUCKETS },
+    });
+    this.storeFailures = meter.createCounter(METRIC_NAMES.storeFailures, {
+      description: 'Store calls that failed, by kind; circuit_open: refused by the open breaker.',
+      unit: '{failure}',
+    });
+  }
+
+  /** Counts one decision of the guard on `plan`: `outcome`, or a shadow policy's own. */
+  decided(plan: RoutePlan, outcome: RateLimitOutcome, decision?: RateLimitDecision): void {
+    const attributes = this.routes.get(plan.route) ?? this.describe(plan);
+    const { policies } = plan;
+    for (let i = 0; i < policies.length; i++) {
+      const result = decision?.results[i];
+      const own =
+        result && policies[i].shadow ? (result.allowed ? 'allowed' : 'shadow_denied') : outcome;
+      this.decisions.add(1, attributes.decisions[i][own]);
+      if (
+        result &&
+        (own === 'allowed' || own === 'delayed') &&
+        result.remaining <= this.nearLimitShare * result.capacity
+      ) {
+        this.nearLimit.add(1, attributes.nearLimit[i]);
+      }
+    }
+  }
+
+  /** A store call asked at `askedAt` (performance.now()) was answered. */
+  storeAnswered(askedAt: number): void {
+    this.storeDuration.record((performance.now() - askedAt) / 1_000, this.answered);
+  }
+
+  /** A store call asked at `askedAt` failed, or the open breaker refused it. */
+  storeFailed(error: unknown, askedAt: number): void {
+    const attributes = this.failures[failureKind(error)];
+    this.storeFailures.add(1, attributes);
+    // A refused call never reached the store: it has no duration.
+    if (!(error instanceof CircuitOpenError)) {
+      this.storeDuration.record((performance.now() - askedAt) / 1_000, attributes);
+    }
+  }
+
+  private describe({ route, policies }: RoutePlan): RouteAttributes {
+    const attributes: RouteAttributes = {
+      decisions: policies.map(({ name }) =>
+        byKey(OUTCOMES, (outcome) => ({
+          'rate_limiting.route': route,
+          'rate_limiting.policy': name,
+          'rate_limiting.outcome': outcome,
+        })),
+      ),
+      nearLimit: policies.map(({ name }) => ({
+        'rate_limiting.route': route,
+        'rate_limiting.policy': name,
+      })),
+    };
+    this.routes.set(route, attributes);
+    return attributes;
+  }
+}
+
+/** The kind of a store failure, for `error.type`. */
+export function failureKind(error: unknown): StoreFailureKind {
+  if (error instanceof CircuitOpenError) return 'circuit_open';
+  if (error instanceof DeadlineExceededError) return 'timeout';
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && CONNECTION_CODES.has(code)) return 'disconnected';
+  return typeof message === 'string' && DISCONNECTED.test(message) ? 'disconnected' : 'error';
+}
+
+/**
+ * The instruments the `metrics` option asks for, or undefined when it is off; `global` is
+ * the provider `globalMeterProvider` found, if asked.
+ */
+export function createMetrics(
+  option: unknown,
+  global: RateLimitMeterProvider | undefined,
+): RateLimitMetrics | undefined {
+  const fail = (problem: string) =>
+    new RateLimitConfigError(`Invalid RateLimitModule option metrics: ${problem}`);
+  if (option === undefined || option === false) return undefined;
+  if (option !== true && !isObject(option)) {
+    throw fail(
+      `must be true, false or { meterProvider?, nearLimitShare? } (got ${String(option)})`,
+    );
+  }
+  const { meterProvider = global, nearLimitShare = DEFAULT_NEAR_LIMIT_SHARE } =
+    option === true ? {} : (option as RateLimitMetricsOptions);
+  if (typeof nearLimitShare !== 'number' || !(nearLimitShare >= 0 && nearLimitShare <= 1)) {
+    throw fail(`nearLimitShare must be a number from 0 to 1 (got ${String(nearLimitShare)})`);
+  }
+  if (!isObject(meterProvider) || typeof meterProvider.getMeter !== 'function') {
+    throw fail(
+      meterProvider === undefined
+        ? 'needs a meterProvider, or RateLimitModule to find the global one'
+        : 'meterProvider must be an OpenTelemetry MeterProvider (with getMeter)',
+    );
+  }
+  return new RateLimitMetrics(meterProvider as RateLimitMeterProvider, nearLimitShare);
+}
+
+/**
+ * The global MeterProvider, when the `metrics` option asks for it: `@opentelemetry/api`
+ * is loaded only then.
+ */
+export async function globalMeterProvider(
+  option: boolean | RateLimitMetricsOptions | undefined,
+): Promise<RateLimitMeterProvider | undefined> {
+  const wanted = option === true || (isObject(option) && option.meterProvider === undefined);
+  if (!wanted) return undefined;
+  try {
+    const api = (await import('@opentelemetry/api')) as {
+      metrics: { getMeterProvider(): RateLimitMeterProvider };
+    };
+    return api.metrics.getMeterProvider();
+  } catch (error) {
+    throw new RateLimitConfigError(
+      'Invalid RateLimitModule option metrics: without a meterProvider it needs the ' +
+        `@opentelemetry/api package (${error instanceof Error ? error.message : String(error)})`,
+    );
+  }
+}
+
+function byKey<K extends string>(keys: readonly K[], make: (key: K) => Attributes) {
+  const made = {} as Record<K, Attributes>;
+  for (const key of keys) made[key] = make(key);
+  return made;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null;
