@@ -33,7 +33,7 @@ export interface ResolvedPolicy {
    * maxCost and scriptArgs mean nothing (NaN) until the guard sizes it for a request
    * (`sizePolicy`, through RequestLimits). Undefined on every policy that can be decided.
    */
-  readonly perRequest: PerRequestLimits | undefined;
+  readonly perRequest?: PerRequestLimits;
 }
 
 /** What a template's limit and burst are made of: numbers, or functions of the request. */

@@ -69,6 +69,15 @@ class PlansController {
     return 'ok';
   }
 
+  @Get('trial')
+  @RateLimit(
+    { name: 'enforced', limit: 5, window: '1m' },
+    { name: 'trial', limit: () => 0, window: '1m', shadow: true },
+  )
+  trial() {
+    return 'ok';
+  }
+
   @Get('flaky')
   @RateLimit({
     name: 'plan',
@@ -106,6 +115,7 @@ describe.each(combinations)(
     const boot = (
       logger: RecordingLogger = new RecordingLogger(),
       onDecision?: (results: readonly PolicyResult[]) => void,
+      dryRun = false,
     ) =>
       startApp(
         adapter,
@@ -116,6 +126,7 @@ describe.each(combinations)(
             keyBy: byClientHeader,
             headers: 'both',
             onDecision: onDecision && ((event) => onDecision(event.results)),
+            dryRun,
           }),
         ],
         [PlansController],
@@ -223,6 +234,23 @@ describe.each(combinations)(
         'Rate limit policy "plan" on PlansController.mixed: its limit function gave undefined, not a positive integer; nothing was charged',
         'Rate limit policy "plan" on PlansController.flaky: its limit function failed (users database unreachable); nothing was charged',
       ]);
+    });
+
+    it("answers 500 for a shadow policy's bad limit too, and under dryRun", async () => {
+      await withApp(boot(), async (app) => {
+        const response = await app.get('/trial', clientOn('pro'));
+        expect(response.status).toBe(500);
+        expect(((await response.json()) as { message: string }).message).toBe(
+          'Rate limit policy "trial" on PlansController.trial: its limit function gave 0, not a positive integer',
+        );
+      });
+      await withApp(boot(undefined, undefined, true), async (app) => {
+        const response = await app.get('/by-plan', clientOn('platinum'));
+        expect(response.status).toBe(500);
+        expect(((await response.json()) as { message: string }).message).toMatch(
+          /^Rate limit policy "plan" on PlansController.byPlan: /,
+        );
+      });
     });
 
     it('has the service (consume, peek, reset) refuse a function limit, which needs a request', async () => {
