@@ -333,7 +333,7 @@ describe('RoutePlanner at start-up', () => {
   it.each([
     [
       ResolverWithMethodLimits,
-      'Invalid rate limit policy "default" on ResolverWithMethodLimits.books: limit must be a positive integer (got 0)',
+      'Invalid rate limit policy "default" on ResolverWithMethodLimits.books: limit must be a positive integer or a function (got 0)',
     ],
     [
       GatewayWithClassLimits,
