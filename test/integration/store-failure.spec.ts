@@ -1,7 +1,11 @@
 import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
+import { RateLimiter } from '../../lib/rate-limiter.service.js';
 import { RateLimitUnavailableException } from '../../lib/rate-limit.exceptions.js';
 import type { RateLimitPolicy } from '../../lib/rate-limit-policy.interface.js';
+import { resolveOptions } from '../../lib/resolved-options.js';
+import type { DecideRequest, RateLimitStore } from '../../lib/stores/rate-limit-store.interface.js';
+import { RedisStore } from '../../lib/stores/redis.store.js';
 import { LimiterFixture } from '../support/limiters.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 
@@ -23,6 +27,47 @@ async function timed<T>(work: Promise<T>): Promise<{ ms: number; ok: boolean }> 
     () => false,
   );
   return { ms: performance.now() - started, ok };
+}
+
+/**
+ * A Redis whose every decision arrives after its wantedUntil, as if this process were always
+ * too late: every answer is stale, and the limiter asks again until maxWait runs out.
+ */
+class AlwaysStaleStore implements RateLimitStore {
+  constructor(private readonly inner: RedisStore) {}
+  decide(request: DecideRequest) {
+    return this.inner.decide({ ...request, wantedUntil: 1 });
+  }
+  reset(keys: readonly string[]) {
+    return this.inner.reset(keys);
+  }
+  close() {
+    return this.inner.close();
+  }
+  time() {
+    return this.inner.time();
+  }
+}
+
+/**
+ * How far past maxWait a decision may settle, besides the event loop's own delay: the turns
+ * from the timer to the rejection (a few ms on any machine).
+ */
+const MAX_WAIT_MARGIN_MS = 25;
+
+/** The longest a 5 ms interval timer ran late while it watched: this process's own delay. */
+function watchTimerLateness(): () => number {
+  let latest = 0;
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    latest = Math.max(latest, now - last - 5);
+    last = now;
+  }, 5);
+  return () => {
+    clearInterval(timer);
+    return Math.max(latest, performance.now() - last - 5);
+  };
 }
 
 /** The limiter on a real Redis that its own test stalls; the breaker's logs are not checked here. */
@@ -125,6 +170,35 @@ describe('the limiter when its process is late or its store silent', () => {
     for (let i = 0; i < 5; i++) during.push(await timed(limiter.consume('unbroken', POLICY)));
     expect(during.every((decision) => !decision.ok && decision.ms >= TIMEOUT_MS - 1)).toBe(true);
   });
+
+  it.each([
+    ['with the loop free', 0],
+    ['with the loop blocked 150 ms across it', 150],
+  ])(
+    'maxWait is a hard cap %s: every decision settled by then, plus the loop delay',
+    async (_how, blockMs) => {
+      const maxWait = 400;
+      await start();
+      const limiter = new RateLimiter(
+        resolveOptions({ timeout: TIMEOUT_MS, maxWait, breaker: false }),
+        new AlwaysStaleStore(new RedisStore(fixture.client!, false)),
+      );
+      // Warm: the first call of a limiter prepares its policies and script.
+      await limiter.consume('capped', POLICY).catch(() => undefined);
+      const lateness = watchTimerLateness();
+      const decisions = Array.from({ length: 20 }, () => timed(limiter.consume('capped', POLICY)));
+      if (blockMs > 0) {
+        await new Promise((resolve) => setTimeout(resolve, maxWait - blockMs / 2));
+        blockEventLoop(blockMs);
+      }
+      const settled = await Promise.all(decisions);
+      const lateMs = lateness();
+      const times = settled.map((decision) => decision.ms);
+      expect(settled.every((decision) => !decision.ok)).toBe(true);
+      expect(Math.min(...times)).toBeGreaterThanOrEqual(maxWait - 2);
+      expect(Math.max(...times)).toBeLessThanOrEqual(maxWait + lateMs + MAX_WAIT_MARGIN_MS);
+    },
+  );
 
   it.each([-30_000, 30_000])(
     'with the wall clock %i ms off, fresh decisions stay fresh and abandoned ones are not charged',
