@@ -8,6 +8,7 @@ import type { DecideRequest, RateLimitStore } from '../../lib/stores/rate-limit-
 import { RedisStore } from '../../lib/stores/redis.store.js';
 import { LimiterFixture } from '../support/limiters.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { watchTimerLateness } from '../support/timer-lateness.js';
 
 const TIMEOUT_MS = 100;
 const POLICY: RateLimitPolicy = { algorithm: 'fixed-window', limit: 50, window: '1h' };
@@ -54,21 +55,6 @@ class AlwaysStaleStore implements RateLimitStore {
  * from the timer to the rejection (a few ms on any machine).
  */
 const MAX_WAIT_MARGIN_MS = 25;
-
-/** The longest a 5 ms interval timer ran late while it watched: this process's own delay. */
-function watchTimerLateness(): () => number {
-  let latest = 0;
-  let last = performance.now();
-  const timer = setInterval(() => {
-    const now = performance.now();
-    latest = Math.max(latest, now - last - 5);
-    last = now;
-  }, 5);
-  return () => {
-    clearInterval(timer);
-    return Math.max(latest, performance.now() - last - 5);
-  };
-}
 
 /** The limiter on a real Redis that its own test stalls; the breaker's logs are not checked here. */
 describe('the limiter when its process is late or its store silent', () => {
