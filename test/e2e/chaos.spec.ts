@@ -4,6 +4,7 @@ import { routePath } from '../../bench/pods/pod-config.js';
 import { type PodFleet, startPodFleet } from '../../bench/pods/pod-fleet.js';
 import { type RedisServer, sendRawCommand, startRedisServer } from '../support/redis-server.js';
 import { type LoadSample, percentile, startSteadyLoad } from '../support/steady-load.js';
+import { resolveOptions } from '../../lib/resolved-options.js';
 
 const PODS = 3;
 /** Fixed windows of one second, so a run of seconds holds many healthy windows. */
@@ -14,6 +15,15 @@ const TIMEOUT_MS = 100;
 const FAULT_MS = 1_500;
 /** Limiting must be correct again this soon after Redis is back. */
 const RECOVERY_MS = 2_000;
+/** The pods' breaker (the module's default): an open one probes Redis this often. */
+const HALF_OPEN_AFTER_MS = resolveOptions().breaker!.halfOpenAfter;
+/**
+ * After a restart, ioredis reconnects on its own schedule (its default retryStrategy: 50 ms
+ * more per attempt, so 1.5 s into an outage the next attempt is at most 400 ms away).
+ */
+const RECONNECT_STEP_MS = 400;
+/** Scheduling on a shared machine, besides the pods' measured event-loop lag. */
+const TAIL_MARGIN_MS = 300;
 /** After each recovery, at least one whole healthy window before the next fault. */
 const SETTLE_MS = RECOVERY_MS + 2 * WINDOW_MS;
 const CLIENTS = [
@@ -30,6 +40,8 @@ interface Fault {
   end: number;
   /** The largest event-loop delay of any pod during the fault, in ms. */
   podLagMs: number;
+  /** Whether Redis was restarted, so the pods' clients had to reconnect. */
+  readonly restarted: boolean;
 }
 
 /** Each fault in turn: starts it, and resolves once Redis is back. */
@@ -73,6 +85,15 @@ const FAULTS: readonly [string, (redis: RedisServer) => Promise<void>][] = [
   ],
 ];
 
+/**
+ * How long after Redis is back the failure mode may still answer: until the breaker's next
+ * probe (it probes every HALF_OPEN_AFTER_MS), after a restart also until ioredis reconnects,
+ * plus the pods' lag and a margin. Measured on this 2-core machine under load averages near
+ * 20: 0-484 ms without a restart, 631-1,086 ms with one.
+ */
+const failureModeTail = (fault: Fault): number =>
+  HALF_OPEN_AFTER_MS + (fault.restarted ? RECONNECT_STEP_MS : 0) + fault.podLagMs + TAIL_MARGIN_MS;
+
 /** Steady load on a fleet while every fault strikes in turn; the samples and the faults' times. */
 async function runChaos(redis: RedisServer, fleet: PodFleet) {
   const load = startSteadyLoad(
@@ -84,7 +105,13 @@ async function runChaos(redis: RedisServer, fleet: PodFleet) {
   const faults: Fault[] = [];
   for (const [name, inject] of FAULTS) {
     await fleet.loopDelays();
-    const fault: Fault = { name, start: Date.now(), end: 0, podLagMs: 0 };
+    const fault: Fault = {
+      name,
+      start: Date.now(),
+      end: 0,
+      podLagMs: 0,
+      restarted: name === 'killed and restarted',
+    };
     await inject(redis);
     fault.end = Date.now();
     fault.podLagMs = Math.max(...(await fleet.loopDelays()));
@@ -148,8 +175,13 @@ function expectHealthyLimiting(samples: readonly LoadSample[], faults: readonly 
     (sample) => sample.client.startsWith('under') && sample.status === 429 && inHealthy(sample),
   );
   expect(underDenied).toEqual([]);
-  // From RECOVERY_MS after each fault, Redis decides every request and denies the excess.
+  // From RECOVERY_MS after each fault, Redis decides every request and denies the excess;
+  // the failure mode answers nothing sent later than its tail after Redis is back.
   for (const fault of faults) {
+    expect({
+      fault: fault.name,
+      back: backOnRedis(samples, fault) <= failureModeTail(fault),
+    }).toEqual({ fault: fault.name, back: true });
     const after = samples.filter(
       (sample) => sample.sentAt >= fault.end + RECOVERY_MS && sample.sentAt < fault.end + SETTLE_MS,
     );
@@ -177,12 +209,30 @@ function report(mode: string, samples: readonly LoadSample[], faults: readonly F
       during.map((sample) => sample.doneAt - sample.sentAt),
       99,
     );
-    return `  ${fault.name}: ${fault.end - fault.start} ms, pod lag ${fault.podLagMs.toFixed(0)} ms, p99 ${p99.toFixed(0)} ms, statuses ${JSON.stringify(statuses)}${errors.length > 0 ? `, errors ${errors.join('; ')}` : ''}`;
+    return `  ${fault.name}: ${fault.end - fault.start} ms, pod lag ${fault.podLagMs.toFixed(0)} ms, p99 ${p99.toFixed(0)} ms, statuses ${JSON.stringify(statuses)}, back on Redis ${backOnRedis(samples, fault)} ms after${errors.length > 0 ? `, errors ${errors.join('; ')}` : ''}`;
   });
+  const latency = faultLatency(samples, faults);
+  const flat = latency.p99 <= TIMEOUT_MS + 50 + latency.podLag ? 'met' : 'not met';
   console.log(
-    `chaos, failureMode '${mode}', ${samples.length} requests, p99 ` +
-      `${JSON.stringify(faultLatency(samples, faults))} ms:\n${lines.join('\n')}`,
+    `chaos, failureMode '${mode}', ${samples.length} requests, p99 ${JSON.stringify(latency)} ms ` +
+      `(deadline + 50 ms + pod lag, without the patience margin: ${flat}):\n${lines.join('\n')}`,
   );
+}
+
+/** Answered by the failure mode: refused with 503, or admitted without a store decision. */
+const byFailureMode = (sample: LoadSample) =>
+  sample.status === 503 || (sample.status === 200 && sample.decisionStartedAt === undefined);
+
+/**
+ * From Redis being back until the last request sent after it that the failure mode
+ * answered, in ms; 0 if none.
+ */
+function backOnRedis(samples: readonly LoadSample[], fault: Fault): number {
+  const undecided = samples.filter(
+    (sample) =>
+      sample.sentAt >= fault.end && sample.sentAt < fault.end + SETTLE_MS && byFailureMode(sample),
+  );
+  return Math.max(0, ...undecided.map((sample) => sample.sentAt - fault.end));
 }
 
 /**
@@ -209,7 +259,14 @@ function faultLatency(samples: readonly LoadSample[], faults: readonly Fault[]) 
 /**
  * The library waits for an answer its deadline plus four times the slowest answer of the
  * last second or two (see "Late is not silent" in the README): the slowest store call the
- * pods stamped in the 2 s before a fault, measured as the pods measure it.
+ * pods stamped in the 2 s before a fault, measured as the pods measure it. This margin is
+ * the price of item 1 (overload never opens the gate), and is kept on purpose: the answer
+ * is wanted that long, so a silent store cannot be given up on sooner without charging
+ * decisions given up on. Capped at 40 ms so that every fault would meet the issue's flat
+ * "deadline plus 50 ms", the `bench:race -- --only "500 in flight"` rows failed open on
+ * 38-127 of 3,000 requests in two interleaved runs, against 0 uncapped (load average 13-20).
+ * When recent answers were quick (a quiet machine) the margin is a few ms and the flat bound
+ * holds; the report says whether it did.
  */
 const PATIENCE_FACTOR = 4;
 function slowestAnswerBefore(samples: readonly LoadSample[], fault: Fault): number {
@@ -230,18 +287,24 @@ const MODES = {
   open(samples: readonly LoadSample[], faults: readonly Fault[]) {
     expect(statusesOf(samples)).toEqual([200, 429]);
     // Within the deadline plus 50 ms, plus the pods' own lag (a few ms on a quiet machine)
-    // and the patience margin over recent answer times (a few ms when answers are quick).
+    // and the patience margin over recent answer times (a few ms when answers are quick;
+    // see PATIENCE_FACTOR for why it is not capped).
     const { p99, podLag, patienceMargin } = faultLatency(samples, faults);
     expect(p99).toBeLessThanOrEqual(TIMEOUT_MS + 50 + podLag + patienceMargin);
   },
-  /** 503 with Retry-After, and only from a fault's start until limiting is due back. */
+  /**
+   * 503 with Retry-After, and only during a fault as the pods see it: from its start until
+   * the breaker's next probe after Redis is back (see failureModeTail).
+   */
   closed(samples: readonly LoadSample[], faults: readonly Fault[]) {
     expect(statusesOf(samples)).toEqual([200, 429, 503]);
     const outOfFault = samples
       .filter(
         (sample) =>
           sample.status === 503 &&
-          faults.every((fault) => !overlaps(sample, fault.start, fault.end + RECOVERY_MS)),
+          faults.every(
+            (fault) => !overlaps(sample, fault.start, fault.end + failureModeTail(fault)),
+          ),
       )
       .map((sample) => {
         const previous = faults.filter((fault) => fault.end <= sample.sentAt).at(-1);
