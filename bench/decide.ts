@@ -19,7 +19,7 @@ import { type Algorithm, ALGORITHMS, type RateLimitPolicy } from '../lib/index.j
 import { RateLimiter } from '../lib/rate-limiter.service.js';
 import { resolveOptions } from '../lib/resolved-options.js';
 import { resolvePolicies } from '../lib/resolved-policy.js';
-import { composeDecideScript } from '../lib/stores/lua-script.js';
+import { composeDecideScript, scriptArguments } from '../lib/stores/lua-script.js';
 import { RedisStore } from '../lib/stores/redis.store.js';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { MINIMAL_SCRIPTS } from './minimal-scripts.js';
@@ -136,16 +136,23 @@ function variantsFor(label: string, policies: RateLimitPolicy[]): Record<string,
     library: (i) => limiter.consume(clientKey(i), policies),
     'raw EVALSHA, library script': scriptCall(
       `bench:${label}`,
-      composeDecideScript(resolved.map((policy) => policy.algorithm)),
-      (i) => [
-        resolved.length,
-        ...keysOf(i),
+      composeDecideScript(
+        resolved.map((policy) => policy.algorithm),
         'consume',
-        '',
-        0,
-        '',
-        ...resolved.flatMap((policy) => [...policy.scriptArgs, 1]),
-      ],
+      ),
+      (i) => {
+        const request = {
+          mode: 'consume' as const,
+          keys: keysOf(i),
+          policies: resolved,
+          costs: resolved.map(() => 1),
+          now: undefined,
+          ttlFloorMs: 0,
+          // As the library's calls carry one: never reached here.
+          wantedUntil: Date.now() + 3_600_000,
+        };
+        return [resolved.length, ...scriptArguments(request, 'consume', 'consume')];
+      },
     ),
   };
   // A route's floor: its policies' minimal scripts, one call each per decision, on the same

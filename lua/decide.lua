@@ -1,21 +1,15 @@
--- Entry for a route with several policies, decided in one atomic call. `steps[i]` is policy
--- i's algorithm, bound when the store composes the script. Every policy is checked before
--- any is charged, and a request that one policy denies is charged to none: the charging
--- pass runs each step again, with `charge` and the state the check read (nothing else can
--- have touched it in between).
-local function policy(i, charge, state)
-  local at = 4 + (i - 1) * 4
-  return steps[i](KEYS[i], now, tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]),
-    tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4]), charge, state)
-end
-
+-- Entry for a route with several policies, decided in one atomic call. `policy(i, ...)` runs
+-- policy i's step on its key and arguments (generated when the store composes the script).
+-- Every policy is checked before any is charged, and a request that one policy denies is
+-- charged to none: the charging pass runs each step again, with `charge` and the state the
+-- check read (nothing else can have touched it in between).
 local verdicts = {}
 local admitted = true
 for i = 1, #KEYS do
   verdicts[i] = { policy(i, false) }
   admitted = admitted and verdicts[i][1]
 end
-if admitted and mode == 'consume' then
+if admitted and charge then
   for i = 1, #KEYS do
     verdicts[i] = { policy(i, true, verdicts[i][6]) }
   end

@@ -1,19 +1,79 @@
 import type { Algorithm } from '../rate-limit-policy.interface.js';
 import { LUA_SOURCES } from './lua-sources.generated.js';
+import type { DecideRequest, DecisionMode } from './rate-limit-store.interface.js';
+
+/**
+ * 'consume': charging on Redis TIME without a TTL floor, the common case, whose script reads
+ * only `wantedUntil` before the policies' values (lua/prelude-consume.lua). 'general': peek,
+ * or a caller's clock and TTL floor (lua/prelude.lua).
+ */
+export type ScriptVariant = 'consume' | 'general';
+
+/** ARGV values before the policies' (see the preludes). */
+const LEADING_ARGS: Record<ScriptVariant, number> = { consume: 1, general: 4 };
+const PRELUDES: Record<ScriptVariant, string> = { consume: 'prelude-consume', general: 'prelude' };
+
+/** Only the buckets have a burst apart from the limit; the windows are sent none. */
+const takesBurst = (algorithm: Algorithm) => algorithm.endsWith('-bucket');
 
 /** The Lua function that lua/<algorithm>.lua defines. */
 const stepName = (algorithm: Algorithm) => algorithm.replaceAll('-', '_');
 
 /**
- * The script for one route's algorithms, policy by policy: the prelude, each algorithm's
- * file once, the binding of each policy to its step, and the entry. Only what the route
- * needs is defined on each call, and a single policy takes the entry without tables.
+ * The script for one route's algorithms, policy by policy, in one variant: the prelude,
+ * lua/num.lua, each algorithm's file once, `policy(i, charge, state)` running policy i's step
+ * on its key and arguments, and the entry. Only what the route needs is defined on each call,
+ * and a single policy takes the entry without tables.
  */
-export function composeDecideScript(algorithms: readonly Algorithm[]): string {
+export function composeDecideScript(
+  algorithms: readonly Algorithm[],
+  variant: ScriptVariant = 'general',
+): string {
   const files = [...new Set(algorithms)].map((algorithm) => LUA_SOURCES[algorithm]);
-  const [binding, entry] =
-    algorithms.length === 1
-      ? [`local step = ${stepName(algorithms[0])}`, LUA_SOURCES['decide-one']]
-      : [`local steps = { ${algorithms.map(stepName).join(', ')} }`, LUA_SOURCES.decide];
-  return [LUA_SOURCES.prelude, ...files, binding, entry].join('\n');
+  let at = LEADING_ARGS[variant];
+  const value = () => `tonumber(ARGV[${++at}])`;
+  const calls = algorithms.map((algorithm, i) => {
+    const limit = value();
+    const window = value();
+    const burst = takesBurst(algorithm) ? value() : 'nil';
+    const cost = value();
+    return `return ${stepName(algorithm)}(KEYS[${i + 1}], now, ${limit}, ${window}, ${burst}, ${cost}, charge, state)`;
+  });
+  const last = calls.pop()!;
+  const binding = [
+    'local function policy(i, charge, state)',
+    ...calls.map((call, i) => `  if i == ${i + 1} then ${call} end`),
+    `  ${last}`,
+    'end',
+  ].join('\n');
+  const entry = algorithms.length === 1 ? LUA_SOURCES['decide-one'] : LUA_SOURCES.decide;
+  return [LUA_SOURCES[PRELUDES[variant]], LUA_SOURCES.num, ...files, binding, entry].join('\n');
+}
+
+/** The variant that decides `request` in `mode` (the request's own, or the Cluster path's). */
+export const variantFor = (request: DecideRequest, mode: DecisionMode): ScriptVariant =>
+  mode === 'consume' && request.now === undefined && request.ttlFloorMs === 0
+    ? 'consume'
+    : 'general';
+
+/**
+ * The script arguments of `request` after its keys, in the layout the preludes describe:
+ * the variant's leading values, then per policy limit, window, burst (buckets only) and cost.
+ */
+export function scriptArguments(
+  request: DecideRequest,
+  mode: DecisionMode,
+  variant: ScriptVariant,
+): (string | number)[] {
+  const { keys, policies, costs } = request;
+  const args: (string | number)[] = [...keys];
+  if (variant === 'consume') args.push(request.wantedUntil ?? '');
+  else args.push(mode, request.now ?? '', request.ttlFloorMs, request.wantedUntil ?? '');
+  for (let i = 0; i < policies.length; i++) {
+    const { algorithm, scriptArgs } = policies[i];
+    args.push(scriptArgs[0], scriptArgs[1]);
+    if (takesBurst(algorithm)) args.push(scriptArgs[2]);
+    args.push(costs[i]);
+  }
+  return args;
 }

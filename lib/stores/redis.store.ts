@@ -1,7 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import type { ResolvedPolicy } from '../resolved-policy.js';
-import { composeDecideScript } from './lua-script.js';
+import {
+  composeDecideScript,
+  scriptArguments,
+  type ScriptVariant,
+  variantFor,
+} from './lua-script.js';
 import type {
   DecideRequest,
   DecisionMode,
@@ -11,8 +16,11 @@ import type {
 } from './rate-limit-store.interface.js';
 import { STALE_DECISION } from './rate-limit-store.interface.js';
 
-/** admitted, then five values per policy: allowed, remaining, reset, retry, delay; or [-1]. */
-type ScriptReply = (number | string)[];
+/**
+ * For one policy: allowed, remaining, reset, retry, delay. For several: admitted, then those
+ * five per policy. Or -1: the script started after `wantedUntil`.
+ */
+type ScriptReply = (number | string)[] | -1;
 
 const toDecision = (reply: unknown): StoreDecision => parseReply(reply as ScriptReply);
 
@@ -37,8 +45,11 @@ interface DecideScript {
  * `decideAcrossSlots` (see docs/cluster.md for what stays atomic there).
  */
 export class RedisStore implements RateLimitStore {
-  /** By the route's algorithms, comma-joined. */
-  private readonly scripts = new Map<string, DecideScript>();
+  /** By variant, then by the route's algorithms, comma-joined. */
+  private readonly scripts: Record<ScriptVariant, Map<string, DecideScript>> = {
+    consume: new Map(),
+    general: new Map(),
+  };
   private readonly isCluster: boolean;
 
   /** @param owned the store closes the client only if it created it */
@@ -57,7 +68,9 @@ export class RedisStore implements RateLimitStore {
    * call sends EVAL, as ioredis does per socket, rather than paying a NOSCRIPT round trip.
    */
   private readonly forgetLoadedScripts = (): void => {
-    for (const script of this.scripts.values()) script.loaded = false;
+    for (const scripts of Object.values(this.scripts)) {
+      for (const script of scripts.values()) script.loaded = false;
+    }
   };
 
   /** Not async: on the hot path every promise layer counts. May throw while disconnected. */
@@ -101,16 +114,10 @@ export class RedisStore implements RateLimitStore {
 
   /** One atomic EVALSHA deciding every policy of `request` (all its keys in one slot). */
   private runScript(request: DecideRequest, mode: DecisionMode): Promise<StoreDecision> {
-    const { keys, policies, costs } = request;
-    const args: (string | number)[] = [
-      ...keys,
-      mode,
-      request.now ?? '',
-      request.ttlFloorMs,
-      request.wantedUntil ?? '',
-    ];
-    for (let i = 0; i < policies.length; i++) args.push(...policies[i].scriptArgs, costs[i]);
-    const script = this.scriptFor(policies);
+    const variant = variantFor(request, mode);
+    const args = scriptArguments(request, mode, variant);
+    const script = this.scriptFor(request.policies, variant);
+    const { keys } = request;
     const evaluate = () => this.client.eval(script.lua, keys.length, ...args).then(toDecision);
     if (!script.loaded) {
       script.loaded = true;
@@ -123,15 +130,18 @@ export class RedisStore implements RateLimitStore {
     });
   }
 
-  /** The script for these policies' algorithms, composed the first time. */
-  private scriptFor(policies: readonly ResolvedPolicy[]): DecideScript {
+  /** The script for these policies' algorithms in this variant, composed the first time. */
+  private scriptFor(policies: readonly ResolvedPolicy[], variant: ScriptVariant): DecideScript {
     const algorithms =
       policies.length === 1 ? policies[0].algorithm : policies.map((p) => p.algorithm).join(',');
-    let script = this.scripts.get(algorithms);
+    let script = this.scripts[variant].get(algorithms);
     if (!script) {
-      const lua = composeDecideScript(policies.map((p) => p.algorithm));
+      const lua = composeDecideScript(
+        policies.map((p) => p.algorithm),
+        variant,
+      );
       script = { lua, sha: createHash('sha1').update(lua).digest('hex'), loaded: false };
-      this.scripts.set(algorithms, script);
+      this.scripts[variant].set(algorithms, script);
     }
     return script;
   }
@@ -169,18 +179,22 @@ export class RedisStore implements RateLimitStore {
 }
 
 function parseReply(reply: ScriptReply): StoreDecision {
-  if (reply[0] === -1) return STALE_DECISION;
+  if (reply === -1) return STALE_DECISION;
+  // Five values for one policy; one more (admitted) before each five for several.
+  if (reply.length === 5) return { allowed: reply[0] === 1, verdicts: [verdictAt(reply, 0)] };
   const verdicts: PolicyVerdict[] = [];
-  for (let at = 1; at < reply.length; at += 5) {
-    verdicts.push({
-      allowed: reply[at] === 1,
-      remaining: Number(reply[at + 1]),
-      resetMs: Number(reply[at + 2]),
-      retryAfterMs: Number(reply[at + 3]),
-      delayMs: Number(reply[at + 4]),
-    });
-  }
+  for (let at = 1; at < reply.length; at += 5) verdicts.push(verdictAt(reply, at));
   return { allowed: reply[0] === 1, verdicts };
+}
+
+function verdictAt(reply: (number | string)[], at: number): PolicyVerdict {
+  return {
+    allowed: reply[at] === 1,
+    remaining: Number(reply[at + 1]),
+    resetMs: Number(reply[at + 2]),
+    retryAfterMs: Number(reply[at + 3]),
+    delayMs: Number(reply[at + 4]),
+  };
 }
 
 /** What Redis Cluster hashes: the text between the first '{' and the next '}', if any. */

@@ -65,7 +65,7 @@ describe('Redis Sentinel failover under load', () => {
 
   it('resumes on the promoted replica, reloads the script there, and no error reaches a client', async () => {
     const sha = createHash('sha1')
-      .update(composeDecideScript(['fixed-window']))
+      .update(composeDecideScript(['fixed-window'], 'consume'))
       .digest('hex');
     // Scripts are not replicated: the replica must be given the script after the failover.
     expect(await scriptExists(sentinel.replica.port, sha)).toBe(false);

@@ -1,0 +1,138 @@
+/**
+ * What one decision costs on Redis, counted in instructions rather than time: steady on a
+ * shared machine, where the µs of bench:decide move by ±20% from round to round. A private
+ * redis-server runs under `valgrind --tool=callgrind`, collecting only inside
+ * `processCommand` (a command's lookup, checks and execution, as INFO commandstats times
+ * it, without network and parsing). For each algorithm, and for the routes of bench:decide,
+ * the script the library sends for `consume` on Redis TIME is counted against the minimal
+ * scripts (bench/minimal-scripts.ts; a route's, one call per policy), on fresh keys (every
+ * decision writes a new key, as in bench:decide) and on the same keys again (state present).
+ *
+ *   npm run bench:decide-instructions   (DECIDE_REQUESTS, default 1000 per variant)
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { type Algorithm, ALGORITHMS } from '../lib/index.js';
+import { resolvePolicies } from '../lib/resolved-policy.js';
+import { composeDecideScript, scriptArguments } from '../lib/stores/lua-script.js';
+import { REDIS_CLI_BIN, REDIS_SERVER_BIN } from '../test/support/redis-server.js';
+import { freePort } from '../test/support/free-port.js';
+import { MINIMAL_SCRIPTS } from './minimal-scripts.js';
+
+const REQUESTS = Number(process.env.DECIDE_REQUESTS ?? 1_000);
+const ROWS: Algorithm[][] = [
+  ...ALGORITHMS.map((algorithm) => [algorithm]),
+  ['fixed-window', 'sliding-window-counter'],
+  ['token-bucket', 'fixed-window', 'sliding-window-counter'],
+];
+
+const dir = mkdtempSync(join(tmpdir(), 'decide-instructions-'));
+const port = await freePort();
+const server = spawn(
+  'valgrind',
+  [
+    '--tool=callgrind',
+    '--toggle-collect=processCommand',
+    `--callgrind-out-file=${dir}/callgrind.out`,
+    REDIS_SERVER_BIN,
+    ...['--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir],
+  ],
+  { stdio: 'ignore' },
+);
+// Valgrind takes seconds to start it: ask until it answers, then connect.
+for (let tries = 0; ; tries++) {
+  try {
+    execFileSync(REDIS_CLI_BIN, ['-p', String(port), 'ping'], { stdio: 'ignore' });
+    break;
+  } catch (error) {
+    if (tries === 100) throw error;
+    await sleep(300);
+  }
+}
+const client = new Redis({ port, enableAutoPipelining: true });
+const control = (flag: string) =>
+  execFileSync('callgrind_control', [flag, String(server.pid)], { stdio: 'ignore' });
+let dumps = 0;
+
+/** Instructions per call of `call`, `REQUESTS` calls, 32 in flight. */
+async function instructions(call: (i: number) => Promise<unknown>): Promise<number> {
+  control('-z');
+  let next = 0;
+  const loop = async () => {
+    while (next < REQUESTS) await call(next++);
+  };
+  await Promise.all(Array.from({ length: 32 }, loop));
+  control('-d');
+  const dump = readFileSync(`${dir}/callgrind.out.${++dumps}`, 'utf8');
+  return Number(/^summary: (\d+)/m.exec(dump)![1]) / REQUESTS;
+}
+
+const lines = [
+  '| row | library, fresh keys | minimal | ratio | library, keys present | minimal | ratio |',
+  '|---|---|---|---|---|---|---|',
+];
+try {
+  for (const algorithms of ROWS) {
+    const label = algorithms.join(' + ');
+    const policies = resolvePolicies(
+      algorithms.map((algorithm, i) => ({
+        name: `p${i}`,
+        algorithm,
+        limit: 1_000_000_000,
+        window: 60_000,
+      })),
+      { label, defaultScope: 'global' },
+    );
+    const keysOf = (i: number) => policies.map((policy) => `rl:{client-${i}}${policy.keySuffix}`);
+    const library = await client.script('LOAD', composeDecideScript(algorithms, 'consume'));
+    const request = (i: number) => ({
+      mode: 'consume' as const,
+      keys: keysOf(i),
+      policies,
+      costs: policies.map(() => 1),
+      now: undefined,
+      ttlFloorMs: 0,
+      wantedUntil: Date.now() + 3_600_000,
+    });
+    const libraryCall = (i: number) =>
+      client.evalsha(
+        library as string,
+        policies.length,
+        ...scriptArguments(request(i), 'consume', 'consume'),
+      );
+    const minimal = await Promise.all(
+      algorithms.map((algorithm) => client.script('LOAD', MINIMAL_SCRIPTS[algorithm])),
+    );
+    const minimalCall = (i: number) =>
+      Promise.all(
+        policies.map((policy, p) =>
+          client.evalsha(minimal[p] as string, 1, keysOf(i)[p], ...policy.scriptArgs, 1),
+        ),
+      );
+    const figures: number[] = [];
+    for (const call of [libraryCall, minimalCall]) {
+      await client.flushall();
+      figures.push(await instructions(call), await instructions(call));
+    }
+    const [libraryFresh, libraryPresent, minimalFresh, minimalPresent] = figures;
+    const cell = (value: number) => Math.round(value).toLocaleString('en-US');
+    lines.push(
+      `| ${label} | ${cell(libraryFresh)} | ${cell(minimalFresh)} | ${(libraryFresh / minimalFresh).toFixed(2)}x | ` +
+        `${cell(libraryPresent)} | ${cell(minimalPresent)} | ${(libraryPresent / minimalPresent).toFixed(2)}x |`,
+    );
+    console.error(lines.at(-1));
+  }
+} finally {
+  client.disconnect();
+  server.kill('SIGTERM');
+  await new Promise((resolve) => server.once('exit', resolve));
+  rmSync(dir, { recursive: true, force: true });
+}
+console.log(
+  `\nRedis instructions per decision inside processCommand (callgrind), ${REQUESTS} per variant\n`,
+);
+console.log(lines.join('\n'));
