@@ -78,7 +78,11 @@ export class RateLimitGuard implements CanActivate {
 
     const keys = this.clientKeys(context, plan);
     const clientKeys = Array.isArray(keys) ? keys : await keys;
-    const policies = plan.limits ? await plan.limits.resolve(context) : plan.policies;
+    let policies = plan.policies;
+    if (plan.limits) {
+      const sized = plan.limits.resolve(context);
+      policies = Array.isArray(sized) ? sized : await sized;
+    }
     const costs = plan.fixedCosts ?? (await this.costs(context, policies));
     let decision: RateLimitDecision;
     try {

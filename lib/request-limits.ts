@@ -34,52 +34,95 @@ export class RequestLimits {
   }
 
   /**
-   * The route's policies for this request. A function that throws, rejects or gives
-   * anything but a positive integer is the app's error: the promise rejects with a 500
-   * naming route and policy, before anything is charged.
+   * The route's policies for this request: an array at once when every function answered
+   * synchronously (no promise on that path), else a promise of it. A function that throws,
+   * rejects or gives anything but a positive integer is the app's error: a rejection with a
+   * 500 naming route and policy, before anything is charged.
    */
-  resolve(context: ExecutionContext): Promise<ResolvedPolicy[]> {
-    return Promise.all(
-      this.policies.map((policy, i) =>
-        policy.perRequest ? this.size(context, policy, i) : policy,
-      ),
-    );
+  resolve(context: ExecutionContext): ResolvedPolicy[] | Promise<ResolvedPolicy[]> {
+    const sized: (ResolvedPolicy | Promise<ResolvedPolicy>)[] = [];
+    let pending = false;
+    try {
+      for (let i = 0; i < this.policies.length; i++) {
+        const policy = this.policies[i];
+        const one = policy.perRequest ? this.size(context, policy, i) : policy;
+        if (one instanceof Promise) pending = true;
+        sized.push(one);
+      }
+    } catch (error) {
+      quiet(sized);
+      return Promise.reject(error);
+    }
+    return pending ? Promise.all(sized) : (sized as ResolvedPolicy[]);
   }
 
-  private async size(
+  private size(
     context: ExecutionContext,
     template: ResolvedPolicy,
     index: number,
-  ): Promise<ResolvedPolicy> {
+  ): ResolvedPolicy | Promise<ResolvedPolicy> {
     const { limit, burst } = template.perRequest!;
-    const [resolvedLimit, resolvedBurst] = await Promise.all([
-      this.call(context, template, 'limit', limit),
-      burst === undefined ? undefined : this.call(context, template, 'burst', burst),
-    ]);
-    const id = `${resolvedLimit}/${resolvedBurst}`;
+    const resolvedLimit = this.call(context, template, 'limit', limit);
+    let resolvedBurst;
+    try {
+      resolvedBurst =
+        burst === undefined ? undefined : this.call(context, template, 'burst', burst);
+    } catch (error) {
+      quiet([resolvedLimit]);
+      throw error;
+    }
+    if (resolvedLimit instanceof Promise || resolvedBurst instanceof Promise) {
+      return Promise.all([resolvedLimit, resolvedBurst]).then(([l, b]) =>
+        this.sized(template, index, l, b),
+      );
+    }
+    return this.sized(template, index, resolvedLimit, resolvedBurst);
+  }
+
+  private sized(
+    template: ResolvedPolicy,
+    index: number,
+    limit: number,
+    burst: number | undefined,
+  ): ResolvedPolicy {
+    const id = `${limit}/${burst}`;
     const sizes = this.sizes[index];
     let sized = sizes.get(id);
     if (!sized) {
       if (sizes.size >= SIZES_KEPT) sizes.clear();
-      sized = sizePolicy(template, resolvedLimit, resolvedBurst);
+      sized = sizePolicy(template, limit, burst);
       sizes.set(id, sized);
     }
     return sized;
   }
 
-  private async call(
+  /** A number, or a promise of one when the function answered with a promise. */
+  private call(
     context: ExecutionContext,
     template: ResolvedPolicy,
     field: 'limit' | 'burst',
     value: number | LimitResolver,
-  ): Promise<number> {
+  ): number | Promise<number> {
     if (typeof value === 'number') return value;
+    const failed = (error: unknown) => this.fail(template, `its ${field} function failed`, error);
     let result: unknown;
     try {
-      result = await value(context);
+      result = value(context);
     } catch (error) {
-      throw this.fail(template, `its ${field} function failed`, error);
+      throw failed(error);
     }
+    if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') {
+      return Promise.resolve(result).then(
+        (answer) => this.check(template, field, answer),
+        (error: unknown) => {
+          throw failed(error);
+        },
+      );
+    }
+    return this.check(template, field, result);
+  }
+
+  private check(template: ResolvedPolicy, field: 'limit' | 'burst', result: unknown): number {
     if (!isPositiveInteger(result)) {
       throw this.fail(
         template,
@@ -117,4 +160,9 @@ function describe(value: unknown): string {
         ? `${value}n`
         : String(value);
   return text.length > 40 ? `${text.slice(0, 40)}…` : text;
+}
+
+/** Promises started before a synchronous failure: their own failure is already answered. */
+function quiet(started: readonly unknown[]): void {
+  for (const value of started) if (value instanceof Promise) value.catch(() => undefined);
 }

@@ -172,6 +172,43 @@ describe('RequestLimits', () => {
     again.forEach((policy, i) => expect(policy).toBe(free[i]));
   });
 
+  it('answers at once, without a promise, when every function answers synchronously', async () => {
+    const sync = limitsFor([{ limit: (context) => LIMITS[planOf(context)], window: '1m' }]);
+    const sized = sync.resolve(contextFor('pro'));
+    expect(Array.isArray(sized) && sized[0].limit).toBe(10);
+    const async = limitsFor([{ limit: async () => 3, window: '1m' }]);
+    const later = async.resolve(contextFor('pro'));
+    expect(later).toBeInstanceOf(Promise);
+    expect((await later)[0].limit).toBe(3);
+  });
+
+  it('leaves no rejection unheard when one function throws while another is still pending', async () => {
+    const unheard: unknown[] = [];
+    const listen = (reason: unknown) => void unheard.push(reason);
+    process.on('unhandledRejection', listen);
+    try {
+      const limits = limitsFor([
+        { name: 'first', limit: () => Promise.reject(new Error('slow failure')), window: '1m' },
+        {
+          name: 'second',
+          algorithm: 'token-bucket',
+          limit: () => Promise.reject(new Error('slow failure')),
+          burst: () => {
+            throw new Error('fast failure');
+          },
+          window: '1m',
+        },
+      ]);
+      await expect(limits.resolve(contextFor('pro'))).rejects.toThrow(
+        'Rate limit policy "second" on PlansController.find: its burst function failed',
+      );
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(unheard).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', listen);
+    }
+  });
+
   it('calls a burst function for the buckets only, which alone have a burst', async () => {
     let calls = 0;
     const burst = (context: ExecutionContext) => (calls++, LIMITS[planOf(context)] * 3);
