@@ -43,6 +43,8 @@ export interface SandboxConfig {
   burstSize: number;
   busiestSpanMs: number;
   live: { name: string; limit: number; window: string };
+  /** Whether the limiter records metrics, which the sample then serves at /metrics (METRICS=1). */
+  metrics: boolean;
 }
 
 /** The sandbox page, its assets and the simulation API; none of them is rate limited. */
@@ -65,6 +67,7 @@ export class SandboxController {
       burstSize: BURST_SIZE,
       busiestSpanMs: BUSIEST_SPAN_MS,
       live: { name: LIVE_POLICY.name, limit: LIVE_POLICY.limit, window: LIVE_POLICY.window },
+      metrics: options.metrics !== undefined,
     };
   }
 

@@ -1,24 +1,18 @@
-import type { Type } from '@nestjs/common';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
-import { type RunningApp, startApp } from '../support/test-app.js';
+import type { RedisServer } from '../support/redis-server.js';
+import { type RunningSample, startSample } from '../support/sample-app.js';
+import type { RunningApp } from '../support/test-app.js';
 
 /** The sample app as `npm start` runs it, on the test's own Redis. */
 describe('sample app', () => {
+  let sample: RunningSample;
   let server: RedisServer;
   let running: RunningApp;
 
   beforeAll(async () => {
-    server = await startRedisServer();
-    process.env.REDIS_URL = server.url;
-    // Imported only now: the module reads REDIS_URL when it is first evaluated.
-    const { AppModule } = (await import('../../sample/app.module.js')) as { AppModule: Type };
-    running = await startApp('express', [AppModule], []);
+    sample = await startSample();
+    ({ server, running } = sample);
   });
-  afterAll(async () => {
-    await running.close();
-    await server.stop();
-    delete process.env.REDIS_URL;
-  });
+  afterAll(() => sample.stop());
 
   it('answers 429 with RateLimit headers and Retry-After once a route is spent', async () => {
     const statuses: number[] = [];
@@ -46,6 +40,10 @@ describe('sample app', () => {
       /^"pages";r=5;/,
     );
     expect((await running.get('/report?pages=6')).status).toBe(429);
+  });
+
+  it('serves no /metrics without METRICS=1', async () => {
+    expect((await running.get('/metrics')).status).toBe(404);
   });
 
   it('keeps answering 200 within the deadline when Redis dies (fail-open)', async () => {

@@ -8,6 +8,7 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import type { Browser, Page } from 'playwright-core';
 import { RateLimitModule } from '../../lib/index.js';
+import { prometheusMetrics } from '../../sample/metrics.js';
 import { SandboxModule } from '../../sample/sandbox/sandbox.module.js';
 import { CHROMIUM_SETUP_TIMEOUT_MS, launchChromium } from '../support/browser.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
@@ -54,6 +55,7 @@ describe.each<Setup>([
   { store: 'embedded', adapter: 'express', takesScreenshot: false },
   { store: 'redis', adapter: 'fastify', takesScreenshot: true },
 ])('sandbox on the $store store ($adapter)', ({ store, adapter, takesScreenshot }) => {
+  const metered = store === 'redis';
   let redis: RedisServer | undefined;
   let app: INestApplication;
   let sandboxUrl: string;
@@ -66,13 +68,20 @@ describe.each<Setup>([
 
   beforeAll(async () => {
     redis = store === 'redis' ? await startRedisServer() : undefined;
+    // With Redis, as `METRICS=1 npm start` runs it: metrics served at /metrics.
+    const metrics = metered ? prometheusMetrics() : undefined;
     const moduleRef = await Test.createTestingModule({
       imports: [
         // A loaded CI machine can stall the event loop past the default 100 ms deadline, and
         // the guard would then fail open and let an extra live request through.
-        RateLimitModule.forRoot({ redis: redis?.url, timeout: 2_000 }),
+        RateLimitModule.forRoot({
+          redis: redis?.url,
+          timeout: 2_000,
+          metrics: metrics && { meterProvider: metrics.meterProvider },
+        }),
         SandboxModule,
       ],
+      controllers: metrics ? [metrics.controller] : [],
     }).compile();
     app =
       adapter === 'fastify'
@@ -125,6 +134,10 @@ describe.each<Setup>([
   const showTab = (name: string) => page.getByRole('tab', { name, exact: true }).click();
 
   const selectedHeaders = () => page.textContent('#selected-headers');
+
+  /** Waits until the Live tab's metrics panel shows `count` for `name`. */
+  const liveCount = (name: string, count: number) =>
+    page.waitForSelector(`#live-metrics [data-count="${name}"]:text-is("${count}")`);
 
   it('loads its modules and icon from the app without a console error', async () => {
     await page.waitForSelector(`body[data-store="${store}"]`);
@@ -266,6 +279,7 @@ describe.each<Setup>([
     await showTab('Live');
     // The sliding log admits exactly `limit` in any window; a fixed window could roll over mid-test.
     await page.selectOption('#live-algorithm', 'sliding-window-log');
+    if (metered) await liveCount('allowed', 0);
     await page.getByRole('button', { name: 'Send 1 request' }).click();
     await page.waitForSelector('.live-entry[data-status="200"]');
     expect(await page.textContent('.live-entry .live-headers')).toMatch(
@@ -283,6 +297,29 @@ describe.each<Setup>([
     );
     expect(await page.textContent('#live-summary')).toBe('Sent 11 · 200: 5 · 429: 6');
   });
+
+  it(
+    metered
+      ? "counts the live decisions in the limiter's metrics, read from /metrics"
+      : 'says how to see the metrics when the app records none',
+    async () => {
+      if (!metered) {
+        expect(await page.textContent('#live-metrics')).toContain('METRICS=1');
+        return;
+      }
+      await liveCount('allowed', 5);
+      // Concurrent denials: some ask Redis before the first is remembered by the deny cache.
+      const counts = await page.$$eval('#live-metrics [data-count]', (nodes) =>
+        Object.fromEntries(
+          nodes.map((node) => [node.getAttribute('data-count'), node.textContent]),
+        ),
+      );
+      expect(Number(counts.denied) + Number(counts.denied_cached ?? 0)).toBe(6);
+      // Outcomes show up once counted: none failed open.
+      expect(counts.failed_open).toBeUndefined();
+      expect(Number(counts['store calls (all routes)'])).toBeGreaterThanOrEqual(6);
+    },
+  );
 
   it('never threw in the page, and failed only the requests the tests meant to fail', () => {
     expect(pageErrors).toEqual([]);

@@ -3,6 +3,7 @@
 
 import { NAMES } from './algorithms.js';
 import { byId, element } from './dom.js';
+import { refreshLiveMetrics } from './live-metrics.js';
 
 /** @import { SandboxConfig } from '../sandbox.controller.js' */
 
@@ -82,6 +83,7 @@ async function sendLiveRequest() {
   entry.classList.remove('pending');
   timing.textContent = `answered in ${Math.round(performance.now() - started)} ms`;
   updateLiveSummary();
+  refreshLiveMetrics();
 }
 
 export function stopAutoSend() {

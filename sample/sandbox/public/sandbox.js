@@ -4,6 +4,7 @@
 
 import { byId } from './dom.js';
 import { setUpLive } from './live.js';
+import { setUpLiveMetrics } from './live-metrics.js';
 import { state } from './state.js';
 import { setUpTabs, showView } from './tabs.js';
 import { redrawOnResize } from './timelines.js';
@@ -27,6 +28,7 @@ async function start() {
   document.body.dataset.store = config.store;
   byId('header-style', HTMLSelectElement).value = config.headerStyle;
   setUpLive(config);
+  setUpLiveMetrics(config);
   setUpTrafficControls();
   setUpTabs();
   showView(state.view);
