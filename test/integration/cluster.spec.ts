@@ -11,6 +11,7 @@ import { resolveOptions } from '../../lib/resolved-options.js';
 import { RedisStore } from '../../lib/stores/redis.store.js';
 import { type RedisClusterHandle, startRedisCluster } from '../support/redis-cluster.js';
 import { byClientHeader, type RunningApp, startApp } from '../support/test-app.js';
+import { watchTimerLateness } from '../support/timer-lateness.js';
 
 const PREFIX = 'cl';
 /** Long windows: nothing refills, and an epoch-aligned boundary almost never falls in a test. */
@@ -223,6 +224,41 @@ describe('Redis Cluster (3 masters)', () => {
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     // The 20 ran when the node woke, after their wantedUntil: 6 charged, so 3 left after this.
     expect((await stallable.consume(key, policy)).results[0].remaining).toBe(3);
+  });
+
+  it('settles a decision on a stalled node by maxWait while the other masters answer', async () => {
+    const maxWait = 600;
+    const stallable = new RateLimiter(
+      resolveOptions({ prefix: PREFIX, failureMode: 'closed', breaker: false, maxWait }),
+      new RedisStore(client, false),
+    );
+    const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 10_000, window: WINDOW };
+    // A readable client key is its own hash tag: its master is the tag's slot's.
+    const masterOf = async (key: string) => client.slots[await slotOf(`{${key}}`)][0];
+    const stalledKey = 'stalled-among-answering';
+    const stalledMaster = await masterOf(stalledKey);
+    let otherKey = 'answering-0';
+    for (let i = 1; (await masterOf(otherKey)) === stalledMaster; i++) otherKey = `answering-${i}`;
+    const stalled = cluster.servers.find((server) => stalledMaster.endsWith(`:${server.port}`))!;
+    await stallable.consume(stalledKey, policy);
+
+    await stalled.pause(1_500);
+    const others = setInterval(() => void stallable.consume(otherKey, policy), 5);
+    const lateness = watchTimerLateness();
+    const startedAt = performance.now();
+    const outcome = await stallable.consume(stalledKey, policy).then(
+      () => 'answered',
+      () => 'failed',
+    );
+    const ms = performance.now() - startedAt;
+    clearInterval(others);
+    const lateMs = lateness();
+    console.log(
+      `a decision on a stalled master while the others answer: ${outcome} after ${Math.round(ms)} ms`,
+    );
+    expect(outcome).toBe('failed');
+    expect(ms).toBeLessThanOrEqual(maxWait + lateMs + 25);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
   });
 
   it('spreads different clients over slots on every master', async () => {
