@@ -1,5 +1,6 @@
 import { Controller, type ExecutionContext, Get } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { MeterProvider, MetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
 import {
   RateLimit,
   RateLimiter,
@@ -89,6 +90,12 @@ class PlansController {
   }
 }
 
+/** Collected when the test asks, as a scrape would. */
+class CollectingReader extends MetricReader {
+  protected async onForceFlush(): Promise<void> {}
+  protected async onShutdown(): Promise<void> {}
+}
+
 let server: RedisServer;
 beforeAll(async () => {
   server = await startRedisServer();
@@ -116,6 +123,7 @@ describe.each(combinations)(
       logger: RecordingLogger = new RecordingLogger(),
       onDecision?: (results: readonly PolicyResult[]) => void,
       dryRun = false,
+      meterProvider?: MeterProvider,
     ) =>
       startApp(
         adapter,
@@ -127,6 +135,7 @@ describe.each(combinations)(
             headers: 'both',
             onDecision: onDecision && ((event) => onDecision(event.results)),
             dryRun,
+            ...(meterProvider && { metrics: { meterProvider, nearLimitShare: 0.5 } }),
           }),
         ],
         [PlansController],
@@ -173,6 +182,22 @@ describe.each(combinations)(
         },
       );
       expect(limits).toEqual([[2], [4], [2], [4], [2], [4], [2], [4], [2], [4]]);
+    });
+
+    it('counts near-limit admissions against the resolved limit in metrics', async () => {
+      const reader = new CollectingReader();
+      const meterProvider = new MeterProvider({ readers: [reader] });
+      await withApp(boot(undefined, undefined, false, meterProvider), async (app) => {
+        // Each request leaves 1 of 2 (free: within half) and 3 of 4 (pro: not).
+        expect((await app.get('/by-plan', clientOn('free'))).status).toBe(200);
+        expect((await app.get('/by-plan', clientOn('pro'))).status).toBe(200);
+      });
+      const { resourceMetrics } = await reader.collect();
+      const nearLimit = resourceMetrics.scopeMetrics
+        .flatMap((scope) => scope.metrics)
+        .filter((metric) => metric.descriptor.name === 'rate_limiting.near_limit_decisions')
+        .flatMap((metric) => (metric as MetricData).dataPoints.map((point) => point.value));
+      expect(nearLimit).toEqual([1]);
     });
 
     it('advertises a token bucket whose resolved burst exceeds its limit by that burst', async () => {
