@@ -1,0 +1,72 @@
+import type { Logger } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { awaitReady, createRedisClient } from '../../lib/redis-connection.js';
+import { freePort } from '../support/free-port.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+
+/**
+ * The start-up wait the README states: up to 2 s for Redis, then a warning with Redis' own
+ * error (the failure tests show the app serving meanwhile). Lower bounds less the
+ * millisecond a timer may fire early by performance.now(); the upper bound tells 2 s from a
+ * longer wait (5 s, say) or a hang, with 2.5 s of room for timers late on a busy machine.
+ */
+const WAIT_MS = 2_000;
+const EARLY_MS = 2;
+const HANG_MS = 4_500;
+
+const recording = () => {
+  const warnings: string[] = [];
+  return {
+    warnings,
+    logger: { warn: (message: string) => warnings.push(message) } as unknown as Logger,
+  };
+};
+
+describe('the start-up wait for Redis', () => {
+  let server: RedisServer | undefined;
+  const clients: Redis[] = [];
+  afterEach(async () => {
+    for (const client of clients.splice(0)) client.disconnect();
+    await server?.stop();
+    server = undefined;
+  });
+
+  it('waits 2 s for a Redis that does not answer, then warns with its error', async () => {
+    const { warnings, logger } = recording();
+    const started = performance.now();
+    const client = await createRedisClient(`redis://127.0.0.1:${await freePort()}`, logger);
+    clients.push(client);
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(WAIT_MS - EARLY_MS);
+    expect(waited).toBeLessThan(HANG_MS);
+    expect(client.status).not.toBe('ready');
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^Redis is not reachable yet \(connect ECONNREFUSED 127\.0\.0\.1:\d+\); decisions fail \(see failureMode\) until it is\.$/,
+      ),
+    ]);
+  });
+
+  it('goes on once Redis is ready, without a warning', async () => {
+    const { warnings, logger } = recording();
+    server = await startRedisServer();
+    const client = await createRedisClient(server.url, logger);
+    clients.push(client);
+    expect(client.status).toBe('ready');
+    expect(warnings).toEqual([]);
+  });
+
+  it('gives a client the app owns the same wait, and leaves no listener on it', async () => {
+    const { warnings, logger } = recording();
+    const client = new Redis(await freePort(), '127.0.0.1', { lazyConnect: true });
+    client.on('error', () => undefined);
+    clients.push(client);
+    const listeners = () => [client.listenerCount('error'), client.listenerCount('ready')];
+    const before = listeners();
+    const started = performance.now();
+    await awaitReady(client, logger);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(WAIT_MS - EARLY_MS);
+    expect(warnings).toEqual([expect.stringMatching(/^Redis is not reachable yet \(/)]);
+    expect(listeners()).toEqual(before);
+  });
+});
