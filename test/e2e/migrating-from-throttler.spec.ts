@@ -409,12 +409,43 @@ describe('migrating from @nestjs/throttler: the guide, checked', () => {
         },
       ));
 
-    it('a function limit, which throttler resolves per request, stops the start', async () => {
-      const resolvable = { limit: (() => 5) as unknown as number, window: 60_000 };
+    it('a function limit is resolved per request, as throttler does; a function ttl (window) stops the start', async () => {
+      await withApp(
+        startApp(
+          'express',
+          [
+            RateLimitModule.forRoot({
+              policies: [
+                {
+                  limit: (context: ExecutionContext) =>
+                    header(context, 'x-plan') === 'pro' ? 3 : 1,
+                  window: '1h',
+                },
+              ],
+              keyBy: (context: ExecutionContext) => header(context, 'x-api-key') ?? 'anonymous',
+            }),
+          ],
+          [UsersController],
+        ),
+        async (running) => {
+          const as = async (key: string, plan: string) => {
+            const seen: number[] = [];
+            for (let i = 0; i < 4; i++) {
+              seen.push(
+                (await get(running, '/users', { 'x-api-key': key, 'x-plan': plan })).status,
+              );
+            }
+            return seen;
+          };
+          expect(await as('pro-client', 'pro')).toEqual([200, 200, 200, 429]);
+          expect(await as('free-client', 'free')).toEqual([200, 429, 429, 429]);
+        },
+      );
+      const resolvableTtl = { limit: 5, window: (() => 60_000) as unknown as number };
       await expect(
         startApp(
           'express',
-          [RateLimitModule.forRoot({ policies: [resolvable] })],
+          [RateLimitModule.forRoot({ policies: [resolvableTtl] })],
           [UsersController],
         ),
       ).rejects.toThrow(RateLimitConfigError);
