@@ -1,4 +1,7 @@
 -- Entry for a route with one policy, the common case: one step, no table but the reply.
-local allowed, remaining, reset, retry, delay = policy(1, charge)
+-- `step` is the policy's algorithm and `limit`, `window`, `burst`, `cost` its values, bound
+-- when the store composes the script.
+local allowed, remaining, reset, retry, delay = step(KEYS[1], now, limit, window, burst, cost,
+  charge)
 return { allowed and 1 or 0, math.max(0, math.floor(remaining)), num(reset), num(retry),
   num(delay) }

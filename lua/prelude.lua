@@ -1,7 +1,7 @@
 -- Opens the general script: any mode, Redis TIME or the caller's clock, a TTL floor. The
 -- store composes one script per combination of algorithms a route uses and per variant:
 -- a prelude (this one, or prelude-consume.lua for the common case), num.lua, the
--- algorithms' files, the binding of each policy to its step (`policy`, generated), then an
+-- algorithms' files, the binding of the policies to their steps (generated), then an
 -- entry (decide-one.lua for a single policy, decide.lua for several).
 -- KEYS[i]  the key of policy i (all under one hash tag, so one Cluster slot)
 -- ARGV     mode ('consume' | 'peek'), now (epoch ms; '' reads Redis TIME), ttl floor (ms),

@@ -21,9 +21,10 @@ const stepName = (algorithm: Algorithm) => algorithm.replaceAll('-', '_');
 
 /**
  * The script for one route's algorithms, policy by policy, in one variant: the prelude,
- * lua/num.lua, each algorithm's file once, `policy(i, charge, state)` running policy i's step
- * on its key and arguments, and the entry. Only what the route needs is defined on each call,
- * and a single policy takes the entry without tables.
+ * lua/num.lua, each algorithm's file once, the binding of the policies to their steps and
+ * values, and the entry. Only what the route needs is defined on each call, and a single
+ * policy takes the entry without tables (its binding: locals `step`, `limit`, `window`,
+ * `burst`, `cost`; several: `policy(i, charge, state)` running policy i's step).
  */
 export function composeDecideScript(
   algorithms: readonly Algorithm[],
@@ -32,20 +33,29 @@ export function composeDecideScript(
   const files = [...new Set(algorithms)].map((algorithm) => LUA_SOURCES[algorithm]);
   let at = LEADING_ARGS[variant];
   const value = () => `tonumber(ARGV[${++at}])`;
-  const calls = algorithms.map((algorithm, i) => {
+  const bindings = algorithms.map((algorithm) => {
     const limit = value();
     const window = value();
     const burst = takesBurst(algorithm) ? value() : 'nil';
-    const cost = value();
-    return `return ${stepName(algorithm)}(KEYS[${i + 1}], now, ${limit}, ${window}, ${burst}, ${cost}, charge, state)`;
+    return { step: stepName(algorithm), values: `${limit}, ${window}, ${burst}, ${value()}` };
   });
-  const last = calls.pop()!;
-  const binding = [
-    'local function policy(i, charge, state)',
-    ...calls.map((call, i) => `  if i == ${i + 1} then ${call} end`),
-    `  ${last}`,
-    'end',
-  ].join('\n');
+  let binding: string;
+  if (bindings.length === 1) {
+    // Plain locals for decide-one.lua: no function to create and call on each decision.
+    const [{ step, values }] = bindings;
+    binding = `local step, limit, window, burst, cost = ${step}, ${values}`;
+  } else {
+    const calls = bindings.map(
+      ({ step, values }, i) => `return ${step}(KEYS[${i + 1}], now, ${values}, charge, state)`,
+    );
+    const last = calls.pop()!;
+    binding = [
+      'local function policy(i, charge, state)',
+      ...calls.map((call, i) => `  if i == ${i + 1} then ${call} end`),
+      `  ${last}`,
+      'end',
+    ].join('\n');
+  }
   const entry = algorithms.length === 1 ? LUA_SOURCES['decide-one'] : LUA_SOURCES.decide;
   return [LUA_SOURCES[PRELUDES[variant]], LUA_SOURCES.num, ...files, binding, entry].join('\n');
 }
