@@ -1,11 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { type BreakerPass, CircuitBreaker } from './circuit-breaker.js';
-import {
-  DeadlineExceededError,
-  type DeadlineLimits,
-  SilenceMeter,
-  withDeadline,
-} from './deadline.js';
+import { DeadlineExceededError, SilenceMeter } from './deadline.js';
 import { LocalFallback } from './local-fallback.js';
 import { StoreClock } from './store-clock.js';
 import type { ResolvedRateLimitOptions } from './resolved-options.js';
@@ -57,17 +52,27 @@ export class StoreGate {
     this.localLog = new ThrottledLog(logger);
   }
 
-  decide(request: DecideRequest): Promise<StoreDecision> {
-    return this.attempt(request, performance.now(), this.options.maxWait);
+  /** Decides `request`, asked at monotonic instant `askedAt`. */
+  decide(request: DecideRequest, askedAt = performance.now()): Promise<StoreDecision> {
+    return this.attempt(request, askedAt, this.options.maxWait);
   }
 
   async reset(keys: readonly string[]): Promise<void> {
     await this.local?.reset(keys);
+    const askedAt = performance.now();
+    const pass = this.breaker?.pass() ?? 'closed';
+    if (pass === 'refused') throw this.refused(askedAt);
     const { timeout, maxWait } = this.options;
-    await this.ask(() => this.store.reset(keys), {
-      wait: { patience: timeout, timeout, maxWait },
-      askedAt: performance.now(),
-    });
+    await this.silence.withDeadline(
+      callStore(this.store, this.store.reset, keys),
+      { patience: timeout, timeout, maxWait },
+      askedAt,
+      () => this.succeeded(askedAt),
+      (error: unknown) => {
+        this.failed(error, pass, askedAt);
+        throw error;
+      },
+    );
   }
 
   close(): Promise<void> {
@@ -78,13 +83,15 @@ export class StoreGate {
    * One try at a decision. It is wanted until `patience` ms from now: the deadline plus a
    * margin over how long answers have lately taken (long only on a busy process or machine),
    * within maxWait. The deadline never gives up before then, and the store, told so as
-   * `wantedUntil`, charges nothing after then.
+   * `wantedUntil`, charges nothing after then. A failure goes to the local fallback, if any.
    */
   private attempt(
     request: DecideRequest,
     askedAt: number,
     maxWait: number,
   ): Promise<StoreDecision> {
+    const pass = this.breaker?.pass() ?? 'closed';
+    if (pass === 'refused') return this.fail(request, this.refused(askedAt));
     const { timeout } = this.options;
     const patience = Math.min(maxWait, timeout + LATENCY_MARGIN * this.silence.recentLatency());
     const wantedUntil = this.clock?.at(askedAt + patience);
@@ -101,14 +108,19 @@ export class StoreGate {
             ttlFloorMs: request.ttlFloorMs,
             wantedUntil,
           };
-    const fallBack = this.local && ((error: unknown) => this.decideLocally(request, error));
-    return this.ask(() => this.store.decide(asked), {
-      wait: { patience, timeout, maxWait },
+    return this.silence.withDeadline(
+      callStore(this.store, this.store.decide, asked),
+      { patience, timeout, maxWait },
       askedAt,
-      fallBack,
-      onAnswer: (decision) =>
-        decision.stale ? this.retryStale(request, askedAt, patience, maxWait) : decision,
-    });
+      (decision) => {
+        this.succeeded(askedAt);
+        return decision.stale ? this.retryStale(request, askedAt, patience, maxWait) : decision;
+      },
+      (error: unknown) => {
+        this.failed(error, pass, askedAt);
+        return this.fail(request, error);
+      },
+    );
   }
 
   /**
@@ -126,55 +138,33 @@ export class StoreGate {
     if (now < askedAt + patience) this.clock?.forget();
     const left = maxWait - (now - askedAt);
     if (left > 0) return this.attempt(request, now, left);
-    const error = new DeadlineExceededError(`no answer in time within maxWait ${maxWait} ms`);
-    return this.local ? this.decideLocally(request, error) : Promise.reject(error);
+    return this.fail(
+      request,
+      new DeadlineExceededError(`no answer in time within maxWait ${maxWait} ms`),
+    );
   }
 
-  /** Asks the store through the breaker and the deadline; a failure goes to `fallBack`, if any. */
-  private ask<T>(
-    call: () => Promise<T>,
-    {
-      wait,
-      askedAt,
-      fallBack,
-      onAnswer,
-    }: {
-      wait: DeadlineLimits;
-      askedAt: number;
-      fallBack?: (error: unknown) => Promise<T>;
-      onAnswer?: (answer: T) => T | Promise<T>;
-    },
-  ): Promise<T> {
-    const fail = (error: unknown): Promise<T> =>
-      fallBack ? fallBack(error) : Promise.reject(error);
-    const pass: BreakerPass = this.breaker?.pass() ?? 'closed';
-    const { metrics } = this.options;
-    if (pass === 'refused') {
-      const error = new CircuitOpenError(
-        `circuit breaker open (last failure: ${this.lastFailure})`,
-      );
-      metrics?.storeFailed(error, askedAt);
-      return fail(error);
-    }
-    let pending: Promise<T>;
-    try {
-      pending = call();
-    } catch (error) {
-      pending = Promise.reject(error);
-    }
-    return withDeadline(pending, wait, this.silence, askedAt).then(
-      (answer) => {
-        metrics?.storeAnswered(askedAt);
-        this.breaker?.succeeded();
-        return onAnswer ? onAnswer(answer) : answer;
-      },
-      (error: unknown) => {
-        metrics?.storeFailed(error, askedAt);
-        this.lastFailure = error instanceof Error ? error.message : String(error);
-        this.breaker?.failed(pass);
-        return fail(error);
-      },
-    );
+  private refused(askedAt: number): CircuitOpenError {
+    const error = new CircuitOpenError(`circuit breaker open (last failure: ${this.lastFailure})`);
+    this.options.metrics?.storeFailed(error, askedAt);
+    return error;
+  }
+
+  private succeeded(askedAt: number): void {
+    this.options.metrics?.storeAnswered(askedAt);
+    this.breaker?.succeeded();
+  }
+
+  /** A failed call counts against the breaker. */
+  private failed(error: unknown, pass: BreakerPass, askedAt: number): void {
+    this.options.metrics?.storeFailed(error, askedAt);
+    this.lastFailure = error instanceof Error ? error.message : String(error);
+    this.breaker?.failed(pass);
+  }
+
+  /** A decision the store could not make: the local fallback makes it, if there is one. */
+  private fail(request: DecideRequest, error: unknown): Promise<StoreDecision> {
+    return this.local ? this.decideLocally(request, error) : Promise.reject(error);
   }
 
   private decideLocally(request: DecideRequest, error: unknown): Promise<StoreDecision> {
@@ -195,5 +185,21 @@ export class StoreGate {
     } else {
       this.logger.log('Rate limit store answering again: circuit breaker closed');
     }
+  }
+}
+
+/**
+ * `store.method(argument)`, a synchronous throw turned into a rejection (the limiter treats
+ * both alike). Method and receiver apart, so that the hot path allocates no closure.
+ */
+function callStore<A, T>(
+  store: RateLimitStore,
+  method: (this: RateLimitStore, argument: A) => Promise<T>,
+  argument: A,
+): Promise<T> {
+  try {
+    return method.call(store, argument);
+  } catch (error) {
+    return Promise.reject(error);
   }
 }

@@ -1,5 +1,5 @@
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { DeadlineExceededError, SilenceMeter, withDeadline } from '../../lib/deadline.js';
+import { DeadlineExceededError, SilenceMeter } from '../../lib/deadline.js';
 import { watchTimerLateness } from '../support/timer-lateness.js';
 
 /** A store call that never answers. */
@@ -30,22 +30,26 @@ async function timed<T>(
  */
 const EARLY_MS = 2;
 
-describe('withDeadline', () => {
+describe('SilenceMeter.withDeadline', () => {
   const limits = { patience: 40, timeout: 40, maxWait: 5_000 };
 
   it("passes the store's answer through", async () => {
-    await expect(withDeadline(Promise.resolve(7), limits, new SilenceMeter())).resolves.toBe(7);
+    await expect(new SilenceMeter().withDeadline(Promise.resolve(7), limits)).resolves.toBe(7);
   });
 
   it("passes the store's error through, not a deadline error", async () => {
     const failure = new Error('connection reset');
-    await expect(withDeadline(Promise.reject(failure), limits, new SilenceMeter())).rejects.toBe(
+    await expect(new SilenceMeter().withDeadline(Promise.reject(failure), limits)).rejects.toBe(
       failure,
     );
   });
 
   it('rejects a silent store after the timeout, well before maxWait', async () => {
-    const { error, ms } = await timed(withDeadline(silent(), limits, new SilenceMeter()));
+    const startedAt = performance.now();
+    const { error, ms } = await timed(
+      new SilenceMeter().withDeadline(silent(), limits, startedAt),
+      startedAt,
+    );
     expect(error).toBeInstanceOf(DeadlineExceededError);
     expect((error as Error).message).toBe('no answer within 40 ms (store silent)');
     expect(ms).toBeGreaterThanOrEqual(40 - EARLY_MS);
@@ -53,8 +57,11 @@ describe('withDeadline', () => {
   });
 
   it('never gives up before its patience', async () => {
+    // Counted from the deadline's own start: a cold first call may take milliseconds.
+    const startedAt = performance.now();
     const { error, ms } = await timed(
-      withDeadline(silent(), { ...limits, patience: 150 }, new SilenceMeter()),
+      new SilenceMeter().withDeadline(silent(), { ...limits, patience: 150 }, startedAt),
+      startedAt,
     );
     expect(error).toBeInstanceOf(DeadlineExceededError);
     expect(ms).toBeGreaterThanOrEqual(150 - EARLY_MS);
@@ -66,7 +73,7 @@ describe('withDeadline', () => {
     const lateness = watchTimerLateness();
     try {
       const { error, ms } = await timed(
-        withDeadline(silent(), { patience: 20, timeout: 150, maxWait: 200 }, meter),
+        meter.withDeadline(silent(), { patience: 20, timeout: 150, maxWait: 200 }),
       );
       expect((error as Error).message).toBe(
         'no answer within maxWait 200 ms (the store answers others, or this process is overloaded)',
@@ -83,10 +90,9 @@ describe('withDeadline', () => {
   it('counts maxWait from when the request was asked, not from the call', async () => {
     const askedAt = performance.now() - 150;
     const { error, ms } = await timed(
-      withDeadline(
+      new SilenceMeter().withDeadline(
         silent(),
         { patience: 10, timeout: 10_000, maxWait: 200 },
-        new SilenceMeter(),
         askedAt,
       ),
       askedAt,
@@ -98,7 +104,7 @@ describe('withDeadline', () => {
 
   it('gives a process whose check ran late a full timeout more', async () => {
     const startedAt = performance.now();
-    const pending = withDeadline(silent(), limits, new SilenceMeter());
+    const pending = new SilenceMeter().withDeadline(silent(), limits);
     await nextTurn(); // the request is on the wire
     block(150); // the timer, due at 40 ms, can only run at 150 ms: too late to judge
     const { error, ms } = await timed(pending, startedAt);
@@ -109,10 +115,62 @@ describe('withDeadline', () => {
   it('settles once: an answer after the deadline changes nothing', async () => {
     let answer!: (value: number) => void;
     const late = new Promise<number>((resolve) => (answer = resolve));
-    const pending = withDeadline(late, limits, new SilenceMeter());
+    const pending = new SilenceMeter().withDeadline(late, limits);
     await expect(pending).rejects.toBeInstanceOf(DeadlineExceededError);
     answer(1);
     await expect(pending).rejects.toBeInstanceOf(DeadlineExceededError);
+  });
+
+  it('holds each request of one meter to its own deadline', async () => {
+    const meter = new SilenceMeter();
+    const startedAt = performance.now();
+    const [soon, later] = await Promise.all([
+      timed(meter.withDeadline(silent(), limits), startedAt),
+      timed(meter.withDeadline(silent(), { ...limits, patience: 150 }), startedAt),
+    ]);
+    expect(soon.error).toBeInstanceOf(DeadlineExceededError);
+    expect(soon.ms).toBeGreaterThanOrEqual(40 - EARLY_MS);
+    expect(later.error).toBeInstanceOf(DeadlineExceededError);
+    expect(later.ms).toBeGreaterThanOrEqual(150 - EARLY_MS);
+  });
+
+  it('keeps one timer for all waiting requests, and none once they settle', async () => {
+    const timers = () =>
+      process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length;
+    const before = timers();
+    const answers: (() => void)[] = [];
+    const pending = Array.from({ length: 50 }, () =>
+      new SilenceMeter().withDeadline(
+        new Promise<void>((resolve) => answers.push(resolve)),
+        limits,
+      ),
+    );
+    const meter = new SilenceMeter();
+    const shared = Array.from({ length: 50 }, () =>
+      meter.withDeadline(new Promise<void>((resolve) => answers.push(resolve)), limits),
+    );
+    expect(timers()).toBe(before + 50 + 1);
+    answers.forEach((answer) => answer());
+    await Promise.all([...pending, ...shared]);
+    expect(timers()).toBe(before);
+  });
+
+  it('hands the answer or the failure to its handlers, as then would', async () => {
+    const meter = new SilenceMeter();
+    const now = performance.now();
+    const triple = (answer: number) => answer * 3;
+    await expect(meter.withDeadline(Promise.resolve(2), limits, now, triple)).resolves.toBe(6);
+    const fallBack = (error: unknown) => (error instanceof DeadlineExceededError ? -1 : -2);
+    await expect(meter.withDeadline(silent(), limits, now, triple, fallBack)).resolves.toBe(-1);
+    await expect(
+      meter.withDeadline(Promise.reject(new Error('reset')), limits, now, triple, fallBack),
+    ).resolves.toBe(-2);
+    const thrown = new Error('handler');
+    await expect(
+      meter.withDeadline(Promise.resolve(2), limits, now, () => {
+        throw thrown;
+      }),
+    ).rejects.toBe(thrown);
   });
 });
 
