@@ -2,16 +2,17 @@
 -- Cheap, but a client can spend a full quota at the end of one window and another at the
 -- start of the next: up to 2x the limit within a short span around the boundary.
 -- State (string): 'index:count', the window index and the cost admitted in it (integers).
-local function fixed_window(key, now, limit, window, _, cost, charge, state)
+-- What a check read: the count in the current window.
+local function fixed_window(key, now, limit, window, _, cost, charge, count)
   local index = math.floor(now / window)
-  local count = 0
-  if state == nil then
-    state = redis.call('GET', key)
-  end
-  if state then
-    local stored, n = string.match(state, '^([^:]*):([^:]*)$')
-    if tonumber(stored) == index then
-      count = tonumber(n)
+  if not count then
+    count = 0
+    local state = redis.call('GET', key)
+    if state then
+      local stored, n = string.match(state, '^([^:]*):([^:]*)$')
+      if tonumber(stored) == index then
+        count = tonumber(n)
+      end
     end
   end
   local to_end = (index + 1) * window - now
@@ -19,7 +20,7 @@ local function fixed_window(key, now, limit, window, _, cost, charge, state)
     return false, limit - count, count > 0 and to_end or 0, to_end, 0
   end
   if not charge then
-    return true, limit - count, count > 0 and to_end or 0, 0, 0, state
+    return true, limit - count, count > 0 and to_end or 0, 0, 0, count
   end
   count = count + cost
   redis.call('SET', key, string.format('%d:%d', index, count), 'PX',

@@ -3,19 +3,17 @@
 -- wait is at most (burst - cost) * I. So `burst` requests arriving together get delays
 -- 0, I, ..., (burst - 1) * I, and the next is denied until I has passed. The caller waits
 -- `delay` before proceeding.
--- State (string): next, the time the queue is free again.
-local function leaky_bucket(key, now, limit, window, burst, cost, charge, state)
+-- State (string): next, the time the queue is free again. What a check read: when this
+-- request would start.
+local function leaky_bucket(key, now, limit, window, burst, cost, charge, start)
   local interval = window / limit
-  if state == nil then
-    state = redis.call('GET', key)
-  end
-  local start = math.max(now, tonumber(state or '0'))
+  start = start or math.max(now, tonumber(redis.call('GET', key) or '0'))
   local wait = start - now
   if wait > (burst - cost) * interval then
     return false, burst - wait / interval, wait, wait - (burst - cost) * interval, 0
   end
   if not charge then
-    return true, burst - wait / interval, wait, 0, wait, state
+    return true, burst - wait / interval, wait, 0, wait, start
   end
   local next_free = start + cost * interval
   local backlog = next_free - now

@@ -8,12 +8,13 @@
 --          wanted until (epoch ms in Redis time; '' for no limit), then per policy: limit,
 --          window (ms), burst (buckets only), cost
 -- Each algorithm is one function
---   step(key, now, limit, window, burst, cost, charge, state)
---     -> allowed, remaining, reset, retry, delay[, state]
+--   step(key, now, limit, window, burst, cost, charge[, a, b])
+--     -> allowed, remaining, reset, retry, delay[, a, b]
 -- that reads its state and decides; only when `charge` is set and it admits does it write the
 -- charged state (with its expiry) and report remaining and reset after the charge. An
--- admission without `charge` also returns what it read, so that a charging pass given it
--- back (`state`) need not read again; nil `state` means "read it".
+-- admission without `charge` also returns what it read, as one or two numbers (a, b), so
+-- that a charging pass given them back need neither read nor parse again; nil `a` means
+-- "read it".
 -- Reply: for one policy allowed (1 | 0), remaining, reset, retry, delay; for several,
 -- admitted (1 | 0) then those five per policy; or -1 when the caller's wait ended before the
 -- script ran: nothing read, nothing charged.

@@ -3,20 +3,20 @@
 -- still covers: estimate = previous * (1 - elapsed / window) + current. Two numbers per
 -- client and near-exact.
 -- State (string): 'index:current:previous', the current window's index and count and the
--- previous window's count (integers).
-local function sliding_window_counter(key, now, limit, window, _, cost, charge, state)
+-- previous window's count (integers). What a check read: the current and previous counts.
+local function sliding_window_counter(key, now, limit, window, _, cost, charge, current, previous)
   local index = math.floor(now / window)
-  local previous, current = 0, 0
-  if state == nil then
-    state = redis.call('GET', key)
-  end
-  if state then
-    local stored, n, p = string.match(state, '^([^:]*):([^:]*):([^:]*)$')
-    stored = tonumber(stored)
-    if stored == index then
-      current, previous = tonumber(n), tonumber(p)
-    elseif stored == index - 1 then
-      previous = tonumber(n)
+  if not current then
+    current, previous = 0, 0
+    local state = redis.call('GET', key)
+    if state then
+      local stored, n, p = string.match(state, '^([^:]*):([^:]*):([^:]*)$')
+      stored = tonumber(stored)
+      if stored == index then
+        current, previous = tonumber(n), tonumber(p)
+      elseif stored == index - 1 then
+        previous = tonumber(n)
+      end
     end
   end
   local elapsed = now - index * window
@@ -31,7 +31,7 @@ local function sliding_window_counter(key, now, limit, window, _, cost, charge, 
   end
   if estimate + cost <= limit then
     if not charge then
-      return true, limit - estimate, reset, 0, 0, state
+      return true, limit - estimate, reset, 0, 0, current, previous
     end
     current = current + cost
     redis.call('SET', key, string.format('%d:%d:%d', index, current, previous), 'PX',

@@ -1,13 +1,11 @@
 -- Sliding window log: exact. One sorted-set entry (scored by its time) per unit of cost
 -- admitted in (now - window, now]; denied requests store nothing, and the set never holds
 -- more than `limit` entries.
--- Its state, passed back by a charging pass, is { count, reset } as the check found them.
-local function sliding_window_log(key, now, limit, window, _, cost, charge, state)
+-- What a check read: the count of entries in the window and the reset they make.
+local function sliding_window_log(key, now, limit, window, _, cost, charge, count, reset)
   local since = '(' .. num(now - window)
-  local count, reset = 0, 0
-  if state then
-    count, reset = state[1], state[2]
-  else
+  if not count then
+    reset = 0
     count = redis.call('ZCOUNT', key, since, '+inf')
     if count > 0 then
       local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
@@ -21,7 +19,7 @@ local function sliding_window_log(key, now, limit, window, _, cost, charge, stat
     return false, limit - count, reset, tonumber(blocking[2]) + window - now, 0
   end
   if not charge then
-    return true, limit - count, reset, 0, 0, { count, reset }
+    return true, limit - count, reset, 0, 0, count, reset
   end
   local stamp = num(now)
   redis.call('ZREMRANGEBYSCORE', key, '-inf', num(now - window))

@@ -3,26 +3,27 @@
 -- State (string): 'level:ts'. The level counts tokens times the window, so refill is
 -- elapsed * limit: whole numbers for whole milliseconds, and fractions of a token stay
 -- exact instead of drifting through repeated divisions.
-local function token_bucket(key, now, limit, window, burst, cost, charge, state)
+-- What a check read: the level refilled up to ts.
+local function token_bucket(key, now, limit, window, burst, cost, charge, level, ts)
   local capacity = burst * window
-  local level, ts = capacity, now
-  if state == nil then
-    state = redis.call('GET', key)
-  end
-  if state then
-    -- Never move ts backwards: a pod whose clock runs behind (clock: 'local') would
-    -- otherwise make the next pod refill the same interval twice.
-    local stored, last = string.match(state, '^([^:]*):([^:]*)$')
-    last = tonumber(last)
-    ts = math.max(now, last)
-    level = math.min(capacity, tonumber(stored) + (ts - last) * limit)
+  if not level then
+    level, ts = capacity, now
+    local state = redis.call('GET', key)
+    if state then
+      -- Never move ts backwards: a pod whose clock runs behind (clock: 'local') would
+      -- otherwise make the next pod refill the same interval twice.
+      local stored, last = string.match(state, '^([^:]*):([^:]*)$')
+      last = tonumber(last)
+      ts = math.max(now, last)
+      level = math.min(capacity, tonumber(stored) + (ts - last) * limit)
+    end
   end
   local need = cost * window
   if level < need then
     return false, level / window, (capacity - level) / limit, (need - level) / limit, 0
   end
   if not charge then
-    return true, level / window, (capacity - level) / limit, 0, 0, state
+    return true, level / window, (capacity - level) / limit, 0, 0, level, ts
   end
   level = level - need
   local reset = (capacity - level) / limit

@@ -24,7 +24,8 @@ const stepName = (algorithm: Algorithm) => algorithm.replaceAll('-', '_');
  * lua/num.lua, each algorithm's file once, the binding of the policies to their steps and
  * values, and the entry. Only what the route needs is defined on each call, and a single
  * policy takes the entry without tables (its binding: locals `step`, `limit`, `window`,
- * `burst`, `cost`; several: `policy(i, charge, state)` running policy i's step).
+ * `burst`, `cost`; several: `policy(i, charge, a, b)` running policy i's step, and the
+ * tables decide.lua fills, at their full size).
  */
 export function composeDecideScript(
   algorithms: readonly Algorithm[],
@@ -46,14 +47,16 @@ export function composeDecideScript(
     binding = `local step, limit, window, burst, cost = ${step}, ${values}`;
   } else {
     const calls = bindings.map(
-      ({ step, values }, i) => `return ${step}(KEYS[${i + 1}], now, ${values}, charge, state)`,
+      ({ step, values }, i) => `return ${step}(KEYS[${i + 1}], now, ${values}, charge, a, b)`,
     );
     const last = calls.pop()!;
+    const slots = (count: number) => Array<number>(count).fill(0).join(', ');
     binding = [
-      'local function policy(i, charge, state)',
+      'local function policy(i, charge, a, b)',
       ...calls.map((call, i) => `  if i == ${i + 1} then ${call} end`),
       `  ${last}`,
       'end',
+      `local reply, read = { 1, ${slots(bindings.length * 5)} }, { ${slots(bindings.length * 2)} }`,
     ].join('\n');
   }
   const entry = algorithms.length === 1 ? LUA_SOURCES['decide-one'] : LUA_SOURCES.decide;
