@@ -16,6 +16,7 @@ export default {
       'client-ip',
       'client-key',
       'deadline',
+      'deadline-edges',
       'memory-algorithms',
       'memory-store',
       'option-validation',
