@@ -170,3 +170,74 @@ describe('resolvePolicies results', () => {
     expect(one({ limit: 1, window: 1 }, service).scope).toBe('global');
   });
 });
+
+describe('resolvePolicies with limits per request', () => {
+  const guard: PolicySource = { ...route, perRequest: true };
+  const byGuard = (policy: unknown) => resolvePolicies([policy as RateLimitPolicy], guard)[0];
+  const refusal = (policy: unknown, source: PolicySource) => {
+    try {
+      resolvePolicies([policy as RateLimitPolicy], source);
+    } catch (error) {
+      return (error as Error).message;
+    }
+    return 'accepted';
+  };
+  const perPlan = () => 5;
+
+  it.each([
+    [{ limit: perPlan, window: 1 }, route, 'limit'],
+    [{ algorithm: 'token-bucket', limit: 1, window: 1, burst: perPlan }, route, 'burst'],
+  ])('refuses a function %p where no request can call it', (policy, source, field) => {
+    expect(refusal(policy, source)).toBe(
+      invalid(
+        'default',
+        field,
+        'is a function, which only RateLimitGuard can call (with the request); call it yourself and pass the number it gives',
+      ),
+    );
+  });
+
+  it.each([
+    [
+      { limit: 0, window: 1 },
+      invalid('default', 'limit', 'must be a positive integer or a function (got 0)'),
+    ],
+    [
+      { limit: 1, window: 1, burst: 0.5 },
+      invalid('default', 'burst', 'must be a positive integer or a function (got 0.5)'),
+    ],
+    [
+      { limit: perPlan, window: () => 1_000 },
+      invalid('default', 'window', 'must be fixed: a function is allowed only for limit and burst'),
+    ],
+  ])('on the guard, %p: %s', (policy, expected) => {
+    expect(refusal(policy, guard)).toBe(expected);
+  });
+
+  it('leaves a policy with a function as a template, its cost checked per request', () => {
+    expect(
+      byGuard({ algorithm: 'fixed-window', limit: perPlan, window: 1, burst: perPlan, cost: 50 }),
+    ).toMatchObject({
+      limit: NaN,
+      burst: NaN,
+      maxCost: NaN,
+      cost: 50,
+      scriptArgs: [],
+      keySuffix: ':default:fw2:Shop.buy',
+      // The window algorithms ignore burst.
+      perRequest: { limit: perPlan, burst: undefined },
+    });
+    expect(
+      byGuard({ algorithm: 'leaky-bucket', limit: 3, window: 1, burst: perPlan }).perRequest,
+    ).toEqual({
+      limit: 3,
+      burst: perPlan,
+    });
+  });
+
+  it('sizes a policy of numbers at once, on the guard as on the service', () => {
+    const sized = byGuard({ algorithm: 'token-bucket', limit: 3, window: 1, burst: 4 });
+    expect(sized).toMatchObject({ limit: 3, burst: 4, maxCost: 4, scriptArgs: ['3', '1', '4'] });
+    expect(sized.perRequest).toBeUndefined();
+  });
+});

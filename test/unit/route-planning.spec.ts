@@ -74,6 +74,10 @@ class CostsController {
   @Get('skip-all')
   @SkipRateLimit()
   skipAll() {}
+
+  @Get('per-plan')
+  @RateLimit({ name: 'a', limit: 5, window: '1s' }, { name: 'plan', limit: () => 2, window: '1s' })
+  perPlan() {}
 }
 
 @Controller('partly')
@@ -215,6 +219,14 @@ describe('RoutePlanner plans', () => {
       sharesModuleKey: true,
       policyHeader: '"a";q=5;w=1, "b";q=6;w=3',
     });
+  });
+
+  it('gives a route with a limit function per-request limits and no fixed header', () => {
+    const plan = planOf(p, CostsController, 'perPlan');
+    expect(plan).toMatchObject({ fixedCosts: [1, 1], policyHeader: undefined });
+    expect(plan.limits).toBeDefined();
+    expect(planOf(p, CostsController, 'fixed').limits).toBeUndefined();
+    expect(planOf(p, PlainController, 'find').limits).toBeUndefined();
   });
 
   it('drops fixed costs when a policy has a cost function, and the shared key when one has its own keyBy', () => {
