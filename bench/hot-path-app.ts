@@ -5,7 +5,9 @@
  * - `bare`: a minimal global guard sending one tiny script (INCR + PEXPIRE) per request
  *   through an auto-pipelined ioredis: the floor any Redis-backed guard pays;
  * - `redis`: RateLimitModule on the Redis at REDIS_URL;
- * - `memory`: RateLimitModule on the embedded store.
+ * - `memory`: RateLimitModule on the embedded store;
+ * - `metrics`: as `redis`, with the `metrics` option on, read by OpenTelemetry's Prometheus
+ *   exporter (never scraped: what recording costs each request).
  * Every variant keys clients by the `x-client` header. Two routes: `/ping` with a budget
  * no benchmark exhausts (every request decided and admitted), and `/hot` with a limit of
  * one (after the first, every request of a client is denied).
@@ -28,7 +30,7 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Redis } from 'ioredis';
 import { RateLimit, RateLimitModule } from '../lib/index.js';
 
-type Variant = 'none' | 'bare' | 'redis' | 'memory';
+type Variant = 'none' | 'bare' | 'redis' | 'memory' | 'metrics';
 const variant = (process.env.HOT_PATH_VARIANT ?? 'none') as Variant;
 const adapter = process.env.HOT_PATH_ADAPTER === 'fastify' ? 'fastify' : 'express';
 
@@ -75,12 +77,24 @@ class BareScriptGuard implements CanActivate {
   }
 }
 
-const limited = (redis: string | undefined) => RateLimitModule.forRoot({ redis, keyBy: clientOf });
+const meterProvider =
+  variant === 'metrics'
+    ? await (async () => {
+        const { MeterProvider } = await import('@opentelemetry/sdk-metrics');
+        const { PrometheusExporter } = await import('@opentelemetry/exporter-prometheus');
+        return new MeterProvider({
+          readers: [new PrometheusExporter({ preventServerStart: true })],
+        });
+      })()
+    : undefined;
+const limited = (redis: string | undefined) =>
+  RateLimitModule.forRoot({ redis, keyBy: clientOf, metrics: meterProvider && { meterProvider } });
 const setups: Record<Variant, ModuleMetadata> = {
   none: { imports: [], providers: [] },
   bare: { imports: [], providers: [{ provide: APP_GUARD, useClass: BareScriptGuard }] },
   redis: { imports: [limited(process.env.REDIS_URL)], providers: [] },
   memory: { imports: [limited(undefined)], providers: [] },
+  metrics: { imports: [limited(process.env.REDIS_URL)], providers: [] },
 };
 
 @Module({ ...setups[variant], controllers: [PingController] })

@@ -1,7 +1,8 @@
 /**
  * Hot-path cost, over HTTP on Express and on Fastify: requests/s of the same app with no
  * limiter, with a bare one-script guard (the floor for any Redis-backed guard), with the
- * library on Redis and on the embedded store, in two scenarios:
+ * library on Redis (also with the `metrics` option on) and on the embedded store, in two
+ * scenarios:
  * - `distinct`: every request from a new client key (an `x-client` header the app keys
  *   by, for every variant alike), all admitted: the whole decision on every request;
  * - `hot`: one client over its limit, every request denied (429; the no-limiter app
@@ -25,7 +26,7 @@ const SECONDS = Number(process.env.HOT_PATH_SECONDS ?? 4);
 const ROUNDS = Number(process.env.HOT_PATH_ROUNDS ?? 5);
 const CONNECTIONS = Number(process.env.HOT_PATH_CONNECTIONS ?? 32);
 const ADAPTERS = (process.env.HOT_PATH_ADAPTERS ?? 'express,fastify').split(',');
-const VARIANTS = ['none', 'bare', 'redis', 'memory'] as const;
+const VARIANTS = ['none', 'bare', 'redis', 'memory', 'metrics'] as const;
 const SCENARIOS = ['distinct', 'hot'] as const;
 type Variant = (typeof VARIANTS)[number];
 type Scenario = (typeof SCENARIOS)[number];
@@ -132,7 +133,7 @@ const median = (values: number[]) =>
 
 const redis = await startRedisServer();
 const rates = new Map<string, number[]>();
-const LIMITED: ReadonlySet<Variant> = new Set(['redis', 'memory']);
+const LIMITED: ReadonlySet<Variant> = new Set(['redis', 'memory', 'metrics']);
 const failedOpen = new Map<string, number>();
 const series = (adapter: string, scenario: Scenario, variant: Variant, measure = 'rate') => {
   const name = `${adapter}/${scenario}/${variant}/${measure}`;
@@ -156,9 +157,11 @@ try {
             } = await load(app.port, scenario, denied, SECONDS);
             series(adapter, scenario, variant).push(rate);
             const redisAfter = await redisCpuUs(redis.port);
+            const appUs = appCpuUs(app.pid) - appBefore;
             series(adapter, scenario, variant, 'cpu').push(
-              (appCpuUs(app.pid) - appBefore + redisAfter - redisBefore) / total,
+              (appUs + redisAfter - redisBefore) / total,
             );
+            series(adapter, scenario, variant, 'app').push(appUs / total);
             const name = `${adapter}/${scenario}/${variant}`;
             failedOpen.set(name, (failedOpen.get(name) ?? 0) + undecided);
             console.log(
@@ -181,6 +184,7 @@ const names: Record<Variant, string> = {
   bare: 'bare guard: one tiny script (INCR + PEXPIRE) per request',
   redis: 'this library on Redis (sliding window counter, IETF headers)',
   memory: 'this library on the embedded store',
+  metrics: 'this library on Redis with metrics on (Prometheus exporter)',
 };
 for (const adapter of ADAPTERS) {
   for (const scenario of SCENARIOS) {
@@ -188,7 +192,7 @@ for (const adapter of ADAPTERS) {
     const bare = series(adapter, scenario, 'bare');
     console.log(
       `\n${adapter}, ${scenario === 'distinct' ? 'distinct keys (all 200)' : 'one hot key (all 429 but no limiter)'}\n` +
-        '| variant | median req/s | median ratio to no limiter | median ratio to bare guard | CPU µs per request, app + Redis (median) | admitted failing open, all rounds |\n|---|---|---|---|---|---|',
+        '| variant | median req/s | median ratio to no limiter | median ratio to bare guard | CPU µs per request, app + Redis (median) | app CPU µs per request (median) | admitted failing open, all rounds |\n|---|---|---|---|---|---|---|',
     );
     for (const variant of VARIANTS) {
       const own = series(adapter, scenario, variant);
@@ -198,7 +202,7 @@ for (const adapter of ADAPTERS) {
         ? String(failedOpen.get(`${adapter}/${scenario}/${variant}`))
         : 'n/a';
       console.log(
-        `| ${names[variant]} | ${median(own).toFixed(0)} | ${ratio(none)} | ${ratio(bare)} | ${median(series(adapter, scenario, variant, 'cpu')).toFixed(0)} | ${undecided} |`,
+        `| ${names[variant]} | ${median(own).toFixed(0)} | ${ratio(none)} | ${ratio(bare)} | ${median(series(adapter, scenario, variant, 'cpu')).toFixed(0)} | ${median(series(adapter, scenario, variant, 'app')).toFixed(0)} | ${undecided} |`,
       );
     }
   }

@@ -29,6 +29,15 @@ export interface RateLimitMeter {
       advice?: { explicitBucketBoundaries?: number[] };
     },
   ): { record(value: number, attributes?: Attributes): void };
+  createObservableCounter(
+    name: string,
+    options?: { description?: string; unit?: string },
+  ): { addCallback(callback: (result: ObservableResult) => void): void };
+}
+
+/** What an observable instrument's callback reports to. */
+export interface ObservableResult {
+  observe(value: number, attributes?: Attributes): void;
 }
 
 /** The `metrics` option in its object form. */
@@ -97,24 +106,26 @@ const CONNECTION_CODES = new Set([
  */
 const DISCONNECTED = /connection is (?!ready)|stream isn't writeable|max retries per request/i;
 
-/** The attribute sets of one route, built on its first decision and reused ever after. */
-interface RouteAttributes {
-  /** Per policy, by outcome. */
-  readonly decisions: readonly Readonly<Record<RateLimitOutcome, Attributes>>[];
-  /** Per policy. */
-  readonly nearLimit: readonly Attributes[];
+/** One policy of one route: what it has counted, and its attribute sets, built once. */
+interface PolicyTally {
+  readonly decisions: Record<RateLimitOutcome, number>;
+  readonly decisionAttributes: Readonly<Record<RateLimitOutcome, Attributes>>;
+  nearLimit: number;
+  readonly nearLimitAttributes: Attributes;
 }
 
 /**
- * The limiter's OpenTelemetry instruments. Every attribute set is built once (per route,
- * policy and outcome, per failure kind), so counting allocates nothing per request.
+ * The limiter's OpenTelemetry instruments. Decisions are tallied here, in a number per
+ * route, policy and outcome, and reported by observable counters when the metrics are
+ * collected: a request costs a few increments, where a synchronous counter's add() would
+ * hash its attributes every time. Store calls go to the SDK as they happen (a histogram
+ * cannot be observed), with attribute sets built once.
  */
 export class RateLimitMetrics {
-  private readonly decisions;
-  private readonly nearLimit;
   private readonly storeDuration;
   private readonly storeFailures;
-  private readonly routes = new Map<string, RouteAttributes>();
+  /** By route id: per policy, in the route's order. */
+  private readonly routes = new Map<string, PolicyTally[]>();
   private readonly answered: Attributes = {};
   private readonly failures = byKey(FAILURE_KINDS, (kind) => ({ 'error.type': kind }));
 
@@ -123,14 +134,29 @@ export class RateLimitMetrics {
     private readonly nearLimitShare: number,
   ) {
     const meter = provider.getMeter('nestjs-redis-rate-limiter');
-    this.decisions = meter.createCounter(METRIC_NAMES.decisions, {
-      description: 'Decisions of the guard, one per policy of each request decided.',
-      unit: '{decision}',
-    });
-    this.nearLimit = meter.createCounter(METRIC_NAMES.nearLimit, {
-      description: `Admitted decisions that left a policy at most ${nearLimitShare * 100}% of its capacity.`,
-      unit: '{decision}',
-    });
+    meter
+      .createObservableCounter(METRIC_NAMES.decisions, {
+        description: 'Decisions of the guard, one per policy of each request decided.',
+        unit: '{decision}',
+      })
+      .addCallback((result) => {
+        for (const tally of this.tallies()) {
+          for (const outcome of OUTCOMES) {
+            const count = tally.decisions[outcome];
+            if (count > 0) result.observe(count, tally.decisionAttributes[outcome]);
+          }
+        }
+      });
+    meter
+      .createObservableCounter(METRIC_NAMES.nearLimit, {
+        description: `Admitted decisions that left a policy at most ${nearLimitShare * 100}% of its capacity.`,
+        unit: '{decision}',
+      })
+      .addCallback((result) => {
+        for (const tally of this.tallies()) {
+          if (tally.nearLimit > 0) result.observe(tally.nearLimit, tally.nearLimitAttributes);
+        }
+      });
     this.storeDuration = meter.createHistogram(METRIC_NAMES.storeDuration, {
       description: 'Time from asking the store to hearing its answer or giving up on it.',
       unit: 's',
@@ -144,19 +170,19 @@ export class RateLimitMetrics {
 
   /** Counts one decision of the guard on `plan`: `outcome`, or a shadow policy's own. */
   decided(plan: RoutePlan, outcome: RateLimitOutcome, decision?: RateLimitDecision): void {
-    const attributes = this.routes.get(plan.route) ?? this.describe(plan);
+    const tallies = this.routes.get(plan.route) ?? this.tally(plan);
     const { policies } = plan;
     for (let i = 0; i < policies.length; i++) {
       const result = decision?.results[i];
       const own =
         result && policies[i].shadow ? (result.allowed ? 'allowed' : 'shadow_denied') : outcome;
-      this.decisions.add(1, attributes.decisions[i][own]);
+      tallies[i].decisions[own]++;
       if (
         result &&
         (own === 'allowed' || own === 'delayed') &&
         result.remaining <= this.nearLimitShare * result.capacity
       ) {
-        this.nearLimit.add(1, attributes.nearLimit[i]);
+        tallies[i].nearLimit++;
       }
     }
   }
@@ -176,22 +202,23 @@ export class RateLimitMetrics {
     }
   }
 
-  private describe({ route, policies }: RoutePlan): RouteAttributes {
-    const attributes: RouteAttributes = {
-      decisions: policies.map(({ name }) =>
-        byKey(OUTCOMES, (outcome) => ({
-          'rate_limiting.route': route,
-          'rate_limiting.policy': name,
-          'rate_limiting.outcome': outcome,
-        })),
-      ),
-      nearLimit: policies.map(({ name }) => ({
+  private *tallies(): Iterable<PolicyTally> {
+    for (const tallies of this.routes.values()) yield* tallies;
+  }
+
+  private tally({ route, policies }: RoutePlan): PolicyTally[] {
+    const tallies = policies.map(({ name }) => ({
+      decisions: byKey(OUTCOMES, () => 0),
+      decisionAttributes: byKey(OUTCOMES, (outcome) => ({
         'rate_limiting.route': route,
         'rate_limiting.policy': name,
+        'rate_limiting.outcome': outcome,
       })),
-    };
-    this.routes.set(route, attributes);
-    return attributes;
+      nearLimit: 0,
+      nearLimitAttributes: { 'rate_limiting.route': route, 'rate_limiting.policy': name },
+    }));
+    this.routes.set(route, tallies);
+    return tallies;
   }
 }
 
@@ -257,8 +284,8 @@ export async function globalMeterProvider(
   }
 }
 
-function byKey<K extends string>(keys: readonly K[], make: (key: K) => Attributes) {
-  const made = {} as Record<K, Attributes>;
+function byKey<K extends string, V>(keys: readonly K[], make: (key: K) => V): Record<K, V> {
+  const made = {} as Record<K, V>;
   for (const key of keys) made[key] = make(key);
   return made;
 }

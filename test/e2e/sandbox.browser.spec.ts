@@ -317,7 +317,7 @@ describe.each<Setup>([
       expect(Number(counts.denied) + Number(counts.denied_cached ?? 0)).toBe(6);
       // Outcomes show up once counted: none failed open.
       expect(counts.failed_open).toBeUndefined();
-      expect(Number(counts['store calls (all routes)'])).toBeGreaterThanOrEqual(6);
+      expect(Number(counts.store_calls)).toBeGreaterThanOrEqual(6);
     },
   );
 

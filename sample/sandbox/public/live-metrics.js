@@ -60,24 +60,32 @@ function render(text) {
       outcomes.add(labels.rate_limiting_outcome);
     }
   }
+  /** @type {[key: string, label: string, count: number][]} */
   const rows = [...outcomes].map((outcome) => [
+    outcome,
     outcome,
     total(
       'rate_limiting_decisions_total',
       (labels) => onRoute(labels) && labels.rate_limiting_outcome === outcome,
     ),
   ]);
-  rows.push(['near_limit', total('rate_limiting_near_limit_decisions_total', onRoute)]);
-  rows.push(['store calls (all routes)', total('rate_limiting_store_operation_duration_count')]);
-  rows.push(['store failures (all routes)', total('rate_limiting_store_failures_total')]);
+  rows.push(
+    ['near_limit', 'near limit', total('rate_limiting_near_limit_decisions_total', onRoute)],
+    [
+      'store_calls',
+      'store calls (whole app, simulations too)',
+      total('rate_limiting_store_operation_duration_count'),
+    ],
+    ['store_failures', 'store failures (whole app)', total('rate_limiting_store_failures_total')],
+  );
   panel.replaceChildren(
     element('h3', {}, `Metrics of ${route}, from /metrics`),
     element(
       'dl',
       { class: 'live-counts' },
-      ...rows.flatMap(([name, count]) => [
-        element('dt', {}, String(name)),
-        element('dd', { 'data-count': String(name) }, String(count)),
+      ...rows.flatMap(([key, label, count]) => [
+        element('dt', {}, label),
+        element('dd', { 'data-count': key }, String(count)),
       ]),
     ),
   );
