@@ -70,6 +70,18 @@ class PlansController {
     return 'ok';
   }
 
+  @Get('heavy')
+  @RateLimit({
+    name: 'plan',
+    algorithm: 'fixed-window',
+    limit: limitOfPlan,
+    window: '1h',
+    cost: 3,
+  })
+  heavy() {
+    return 'ok';
+  }
+
   @Get('trial')
   @RateLimit(
     { name: 'enforced', limit: 5, window: '1m' },
@@ -210,6 +222,24 @@ describe.each(combinations)(
           expect.stringMatching(/^"bucket";r=11;t=\d+$/),
           '12',
           '11',
+        ]);
+      });
+    });
+
+    it('denies a cost beyond the resolved capacity as one no retry can help, never charged', async () => {
+      await withApp(boot(), async (app) => {
+        const free = clientOn('free');
+        const tooHeavy = await app.get('/heavy', free);
+        expect(tooHeavy.status).toBe(429);
+        expect(((await tooHeavy.json()) as { message: string }).message).toBe(
+          'Rate limit exceeded: this request costs more than "plan" can ever admit (2); retrying cannot help.',
+        );
+        plans.set(free, 'pro');
+        // Nothing was charged: the whole 4 are there for a cost of 3.
+        const upgraded = await app.get('/heavy', free);
+        expect([upgraded.status, upgraded.headers.get('x-ratelimit-remaining')]).toEqual([
+          200,
+          '1',
         ]);
       });
     });
