@@ -243,6 +243,37 @@ describe.each<AdapterKind>(['express', 'fastify'])('metrics over HTTP with %s', 
     }
   });
 
+  it("counts failureMode 'local' decisions as allowed and denied, and the store's failures", async () => {
+    const failing = await startRedisServer();
+    const { meterProvider, counts } = meter();
+    try {
+      await withApp(
+        boot({
+          redis: failing.url,
+          failureMode: 'local',
+          instances: 1,
+          metrics: { meterProvider },
+        }),
+        async (running) => {
+          await failing.kill();
+          const who = nextClient();
+          expect(await sequentially(2, () => running.get('/once', who))).toEqual([200, 429]);
+        },
+      );
+      expect(await counts()).toEqual({
+        'decisions MeteredController.once wide allowed': 1,
+        'decisions MeteredController.once once allowed': 1,
+        'decisions MeteredController.once wide denied': 1,
+        'decisions MeteredController.once once denied': 1,
+        'near_limit_decisions MeteredController.once once': 1,
+        'store.operation.duration disconnected': 2,
+        'store.failures disconnected': 2,
+      });
+    } finally {
+      await failing.stop();
+    }
+  });
+
   it('counts a silent store as timeout and an erroring one as error', async () => {
     const failing = await startRedisServer();
     const { meterProvider, counts } = meter();
