@@ -1,9 +1,11 @@
+import { jest } from '@jest/globals';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { DeadlineExceededError, SilenceMeter, withDeadline } from '../../lib/deadline.js';
+import { DeadlineExceededError, SilenceMeter } from '../../lib/deadline.js';
 
 /**
- * What deadline.spec.ts leaves open: answers to other requests as signs of life, the timers
- * left behind, and how long the meter remembers a slow answer (on a stubbed clock).
+ * What deadline.spec.ts leaves open: answers to other requests as signs of life, how long the
+ * meter remembers a slow answer (on a stubbed clock), and each rule held to the millisecond
+ * on Jest's fake clock.
  */
 const silent = () => new Promise<never>(() => undefined);
 /** Timers may fire up to a millisecond early by performance.now() (see deadline.spec.ts). */
@@ -13,13 +15,13 @@ describe('withDeadline', () => {
   it("counts another request's answer as a sign of life: silence starts again from it", async () => {
     const meter = new SilenceMeter();
     const startedAt = performance.now();
-    const waiting = withDeadline(silent(), { patience: 40, timeout: 40, maxWait: 5_000 }, meter);
+    const waiting = meter.withDeadline(silent(), { patience: 40, timeout: 40, maxWait: 5_000 });
     let answer!: (value: string) => void;
-    const other = withDeadline(
-      new Promise<string>((resolve) => (answer = resolve)),
-      { patience: 5_000, timeout: 5_000, maxWait: 5_000 },
-      meter,
-    );
+    const other = meter.withDeadline(new Promise<string>((resolve) => (answer = resolve)), {
+      patience: 5_000,
+      timeout: 5_000,
+      maxWait: 5_000,
+    });
     await nextTurn();
     await new Promise((resolve) => setTimeout(resolve, 30));
     const answeredAt = performance.now();
@@ -31,32 +33,6 @@ describe('withDeadline', () => {
       answeredAt - startedAt + 40 - EARLY_MS,
     );
     expect(meter.recentLatency()).toBeGreaterThanOrEqual(30 - EARLY_MS);
-  });
-
-  it.each([
-    ['an answer', () => Promise.resolve(1)],
-    ['an error', () => Promise.reject(new Error('reset'))],
-  ])('clears its timer once the store gives %s', async (_, work) => {
-    const { setTimeout: realSet, clearTimeout: realClear } = globalThis;
-    const armed: unknown[] = [];
-    const cleared: unknown[] = [];
-    globalThis.setTimeout = ((...args: Parameters<typeof realSet>) => {
-      const timer = realSet(...args);
-      armed.push(timer);
-      return timer;
-    }) as typeof realSet;
-    globalThis.clearTimeout = ((timer: Parameters<typeof realClear>[0]) => {
-      cleared.push(timer);
-      realClear(timer);
-    }) as typeof realClear;
-    try {
-      const limits = { patience: 60_000, timeout: 60_000, maxWait: 60_000 };
-      await withDeadline(work(), limits, new SilenceMeter()).catch(() => undefined);
-    } finally {
-      Object.assign(globalThis, { setTimeout: realSet, clearTimeout: realClear });
-    }
-    expect(armed).toHaveLength(1);
-    expect(cleared).toEqual(armed);
   });
 });
 
@@ -118,5 +94,103 @@ describe('SilenceMeter: the slowest answer of this span and the previous one, on
       return meter.recentLatency();
     });
     expect(reported).toEqual(answers.map(([, , latency]) => latency));
+  });
+});
+
+/**
+ * Jest's fake clock runs an immediate queued by a timer a millisecond later, so a check the
+ * timer queues at t runs at t + 1 here.
+ */
+describe('withDeadline on a fake clock', () => {
+  beforeEach(() => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask'] });
+  });
+  afterEach(() => jest.useRealTimers());
+
+  /** Runs the fake clock to `ms` after `from`, a millisecond at a time. */
+  const until = async (ms: number, from: number) => {
+    while (performance.now() - from < ms) {
+      jest.advanceTimersByTime(1);
+      await Promise.resolve();
+      await Promise.resolve();
+    }
+  };
+  const settlement = (pending: Promise<unknown>) => {
+    const seen: { error?: Error; value?: unknown } = {};
+    pending.then(
+      (value) => (seen.value = value),
+      (error: Error) => (seen.error = error),
+    );
+    return seen;
+  };
+  const SILENT = 'no answer within 40 ms (store silent)';
+
+  it('gives a silent store up at its timeout to the millisecond, not before', async () => {
+    const from = performance.now();
+    const seen = settlement(
+      new SilenceMeter().withDeadline(silent(), { patience: 40, timeout: 40, maxWait: 1_000 }),
+    );
+    await until(40, from);
+    expect(seen.error).toBeUndefined();
+    await until(41, from);
+    expect(seen.error?.message).toBe(SILENT);
+    expect(seen.error?.name).toBe('DeadlineExceededError');
+  });
+
+  it('counts silence from the last answer heard', async () => {
+    const meter = new SilenceMeter();
+    const from = performance.now();
+    const seen = settlement(
+      meter.withDeadline(silent(), { patience: 40, timeout: 40, maxWait: 1_000 }),
+    );
+    await until(30, from);
+    meter.heard(performance.now());
+    await until(70, from);
+    expect(seen.error).toBeUndefined();
+    await until(71, from);
+    expect(seen.error?.message).toBe(SILENT);
+  });
+
+  it('waits exactly maxWait while others are answered', async () => {
+    const meter = new SilenceMeter();
+    const from = performance.now();
+    const seen = settlement(
+      meter.withDeadline(silent(), { patience: 20, timeout: 20, maxWait: 200 }),
+    );
+    while (performance.now() - from < 195) {
+      await until(performance.now() - from + 5, from);
+      meter.heard(performance.now());
+    }
+    await until(200, from);
+    expect(seen.error).toBeUndefined();
+    await until(201, from);
+    expect(seen.error?.message).toBe(
+      'no answer within maxWait 200 ms (the store answers others, or this process is overloaded)',
+    );
+  });
+
+  it.each([
+    ['an answer', (settle: { resolve: () => void }) => settle.resolve()],
+    ['an error', (settle: { reject: () => void }) => settle.reject()],
+  ])('does nothing in a check already queued when %s comes', async (_, answer) => {
+    const settle = {} as { resolve: () => void; reject: () => void };
+    const work = new Promise<void>((resolve, reject) => {
+      settle.resolve = resolve;
+      settle.reject = () => reject(new Error('reset'));
+    });
+    const from = performance.now();
+    const seen = settlement(
+      new SilenceMeter().withDeadline(work, { patience: 40, timeout: 40, maxWait: 1_000 }),
+    );
+    await until(39, from);
+    // The timer fires and queues its check behind I/O; the answer comes before it runs.
+    jest.advanceTimersToNextTimer();
+    answer(settle);
+    await Promise.resolve();
+    await Promise.resolve();
+    jest.runOnlyPendingTimers();
+    await Promise.resolve();
+    expect(seen.error?.message ?? 'answered').not.toBe(SILENT);
+    expect(jest.getTimerCount()).toBe(0);
   });
 });
