@@ -68,4 +68,13 @@ export interface RateLimitPolicy {
    * @default false
    */
   shadow?: boolean;
+  /**
+   * Keeps a client denied for this long after the policy denies it (in milliseconds, or a
+   * duration like `window`), whatever its budget holds meanwhile; the denials during the
+   * block neither charge nor extend it, and `retryAfterMs`, `Retry-After` and the RateLimit
+   * header's `t` count it down. Decided in the same atomic call, on the store's clock. An
+   * extension (as rate-limiter-flexible's and @nestjs/throttler's blockDuration).
+   * @default none
+   */
+  blockDuration?: number | string;
 }

@@ -24,6 +24,8 @@ export interface ResolvedPolicy {
   readonly scope: 'route' | 'global';
   /** Decided apart from the enforced policies, never denying (see RateLimitPolicy.shadow). */
   readonly shadow: boolean;
+  /** How long a denial keeps the client denied (RateLimitPolicy.blockDuration); 0 for none. */
+  readonly blockMs: number;
   /** Appended to the client's hash tag to form this policy's key. */
   readonly keySuffix: string;
   /** The script arguments: limit, window, burst. */
@@ -159,6 +161,13 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
   if (policy.shadow !== undefined && typeof policy.shadow !== 'boolean') {
     fail('shadow', `must be true or false (got ${JSON.stringify(policy.shadow)})`);
   }
+  const blockMs = policy.blockDuration === undefined ? 0 : parseWindow(policy.blockDuration);
+  if (blockMs === undefined) {
+    fail(
+      'blockDuration',
+      `must be a positive number of ms or a duration like '250ms', '10s', '1m', '1h', '1d' (got ${JSON.stringify(policy.blockDuration)})`,
+    );
+  }
   const routePart = scope === 'route' && source.routeId ? `:${source.routeId}` : '';
   const template: ResolvedPolicy = {
     name,
@@ -171,6 +180,7 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
     keyBy: policy.keyBy,
     scope,
     shadow: policy.shadow === true,
+    blockMs: blockMs!,
     keySuffix: `:${name}:${ALGORITHM_CODES[algorithm]}${routePart}`,
     scriptArgs: [],
     perRequest: { limit: policy.limit, burst },
@@ -200,6 +210,7 @@ export function sizePolicy(
     keyBy: policy.keyBy,
     scope: policy.scope,
     shadow: policy.shadow,
+    blockMs: policy.blockMs,
     keySuffix: policy.keySuffix,
     scriptArgs: [String(limit), String(policy.windowMs), String(capacity)],
     perRequest: undefined,

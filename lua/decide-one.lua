@@ -2,6 +2,6 @@
 -- `step` is the policy's algorithm and `limit`, `window`, `burst`, `cost` its values, bound
 -- when the store composes the script.
 local allowed, remaining, reset, retry, delay = step(KEYS[1], now, limit, window, burst, cost,
-  charge)
+  consume)
 return { allowed and 1 or 0, math.max(0, math.floor(remaining)), num(reset), num(retry),
   num(delay) }

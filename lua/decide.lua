@@ -7,8 +7,9 @@
 -- `reply` and `read` (two slots per policy) come from the binding at their full size: a
 -- table grown one slot at a time is reallocated at 1, 2, 4, 8, 16 slots, which cost about
 -- 9,000 instructions for two policies.
+local count = (#reply - 1) / 5
 local admitted = true
-for i = 1, #KEYS do
+for i = 1, count do
   local at = i * 5 - 3
   local allowed
   allowed, reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4], read[i * 2 - 1],
@@ -16,8 +17,8 @@ for i = 1, #KEYS do
   reply[at] = allowed
   admitted = admitted and allowed
 end
-if admitted and charge then
-  for i = 1, #KEYS do
+if admitted and consume then
+  for i = 1, count do
     local at = i * 5 - 3
     reply[at], reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] =
       policy(i, true, read[i * 2 - 1], read[i * 2])

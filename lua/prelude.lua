@@ -4,9 +4,10 @@
 -- algorithms' files, the binding of the policies to their steps (generated), then an
 -- entry (decide-one.lua for a single policy, decide.lua for several).
 -- KEYS[i]  the key of policy i (all under one hash tag, so one Cluster slot)
+-- KEYS     then the block key of each policy with a block duration (see block.lua)
 -- ARGV     mode ('consume' | 'peek'), now (epoch ms; '' reads Redis TIME), ttl floor (ms),
 --          wanted until (epoch ms in Redis time; '' for no limit), then per policy: limit,
---          window (ms), burst (buckets only), cost
+--          window (ms), burst (buckets only), cost, block (ms; only with a block duration)
 -- Each algorithm is one function
 --   step(key, now, limit, window, burst, cost, charge[, a, b])
 --     -> allowed, remaining, reset, retry, delay[, a, b]
@@ -18,7 +19,7 @@
 -- Reply: for one policy allowed (1 | 0), remaining, reset, retry, delay; for several,
 -- admitted (1 | 0) then those five per policy; or -1 when the caller's wait ended before the
 -- script ran: nothing read, nothing charged.
-local charge = ARGV[1] == 'consume'
+local consume = ARGV[1] == 'consume'
 local now = tonumber(ARGV[2])
 local ttl_floor = tonumber(ARGV[3])
 local wanted_until = tonumber(ARGV[4])

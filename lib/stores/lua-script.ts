@@ -1,4 +1,5 @@
 import type { Algorithm } from '../rate-limit-policy.interface.js';
+import type { ResolvedPolicy } from '../resolved-policy.js';
 import { LUA_SOURCES } from './lua-sources.generated.js';
 import type { DecideRequest, DecisionMode } from './rate-limit-store.interface.js';
 
@@ -16,6 +17,9 @@ const PRELUDES: Record<ScriptVariant, string> = { consume: 'prelude-consume', ge
 /** Only the buckets have a burst apart from the limit; the windows are sent none. */
 const takesBurst = (algorithm: Algorithm) => algorithm.endsWith('-bucket');
 
+/** A policy's block key (lua/block.lua): its own key and this, under the same hash tag. */
+export const BLOCK_KEY_SUFFIX = ':block';
+
 /** The Lua function that lua/<algorithm>.lua defines. */
 const stepName = (algorithm: Algorithm) => algorithm.replaceAll('-', '_');
 
@@ -25,20 +29,28 @@ const stepName = (algorithm: Algorithm) => algorithm.replaceAll('-', '_');
  * values, and the entry. Only what the route needs is defined on each call, and a single
  * policy takes the entry without tables (its binding: locals `step`, `limit`, `window`,
  * `burst`, `cost`; several: `policy(i, charge, a, b)` running policy i's step, and the
- * tables decide.lua fills, at their full size).
+ * tables decide.lua fills, at their full size). Policies with a block duration (`blocking[i]`)
+ * get their step wrapped by lua/block.lua; only their scripts contain it.
  */
 export function composeDecideScript(
   algorithms: readonly Algorithm[],
   variant: ScriptVariant = 'general',
+  blocking: readonly boolean[] = [],
 ): string {
   const files = [...new Set(algorithms)].map((algorithm) => LUA_SOURCES[algorithm]);
+  if (blocking.includes(true)) files.push(LUA_SOURCES.block);
   let at = LEADING_ARGS[variant];
+  let blockKey = algorithms.length;
   const value = () => `tonumber(ARGV[${++at}])`;
-  const bindings = algorithms.map((algorithm) => {
+  const bindings = algorithms.map((algorithm, i) => {
     const limit = value();
     const window = value();
     const burst = takesBurst(algorithm) ? value() : 'nil';
-    return { step: stepName(algorithm), values: `${limit}, ${window}, ${burst}, ${value()}` };
+    const values = `${limit}, ${window}, ${burst}, ${value()}`;
+    const step = blocking[i]
+      ? `with_block(${stepName(algorithm)}, KEYS[${++blockKey}], ${value()})`
+      : stepName(algorithm);
+    return { step, values };
   });
   let binding: string;
   if (bindings.length === 1) {
@@ -70,8 +82,10 @@ export const variantFor = (request: DecideRequest, mode: DecisionMode): ScriptVa
     : 'general';
 
 /**
- * The script arguments of `request` after its keys, in the layout the preludes describe:
- * the variant's leading values, then per policy limit, window, burst (buckets only) and cost.
+ * The script's keys and arguments for `request`, in the layout the preludes describe: the
+ * policies' keys, then the block keys of those with a block duration; the variant's leading
+ * values, then per policy limit, window, burst (buckets only), cost and block (if any).
+ * EVAL takes `keyCount(request.policies)` of them as keys.
  */
 export function scriptArguments(
   request: DecideRequest,
@@ -80,13 +94,33 @@ export function scriptArguments(
 ): (string | number)[] {
   const { keys, policies, costs } = request;
   const args: (string | number)[] = [...keys];
+  for (let i = 0; i < policies.length; i++) {
+    if (policies[i].blockMs > 0) args.push(keys[i] + BLOCK_KEY_SUFFIX);
+  }
   if (variant === 'consume') args.push(request.wantedUntil ?? '');
   else args.push(mode, request.now ?? '', request.ttlFloorMs, request.wantedUntil ?? '');
   for (let i = 0; i < policies.length; i++) {
-    const { algorithm, scriptArgs } = policies[i];
+    const { algorithm, scriptArgs, blockMs } = policies[i];
     args.push(scriptArgs[0], scriptArgs[1]);
     if (takesBurst(algorithm)) args.push(scriptArgs[2]);
     args.push(costs[i]);
+    if (blockMs > 0) args.push(blockMs);
   }
   return args;
+}
+
+/** How many of the script's arguments are keys: one per policy, one per block. */
+export function keyCount(policies: readonly ResolvedPolicy[]): number {
+  let count = policies.length;
+  for (let i = 0; i < policies.length; i++) if (policies[i].blockMs > 0) count++;
+  return count;
+}
+
+/** The script id of these policies: their algorithms, and which of them block. */
+export function scriptIdOf(policies: readonly ResolvedPolicy[]): string {
+  if (policies.length === 1) {
+    const [{ algorithm, blockMs }] = policies;
+    return blockMs > 0 ? `${algorithm}+block` : algorithm;
+  }
+  return policies.map((p) => (p.blockMs > 0 ? `${p.algorithm}+block` : p.algorithm)).join(',');
 }

@@ -12,6 +12,7 @@ import type {
   StoreDecision,
 } from './rate-limit-store.interface.js';
 import { STALE_DECISION } from './rate-limit-store.interface.js';
+import { BLOCK_KEY_SUFFIX } from './lua-script.js';
 
 const ALGORITHMS: Record<Algorithm, MemoryAlgorithm<unknown, MemoryVerdict>> = {
   'token-bucket': tokenBucket as MemoryAlgorithm<unknown, MemoryVerdict>,
@@ -60,10 +61,9 @@ export class MemoryStore implements RateLimitStore {
         burst: policy.burst,
         cost: costs[i],
       };
-      const entry = this.entries.get(keys[i]);
-      // Alive up to its expiry time included, as a Redis key.
-      const state = entry && entry.expiresAt >= realNow ? entry.state : undefined;
-      return { algorithm, p, verdict: algorithm.check(state, now, p) };
+      const verdict = algorithm.check(this.stateAt(keys[i], realNow), now, p);
+      if (policy.blockMs > 0) this.block(keys[i], policy.blockMs, request, now, realNow, verdict);
+      return { algorithm, p, verdict };
     });
     const allowed = checked.every(({ verdict }) => verdict.allowed);
     if (allowed && request.mode === 'consume') {
@@ -86,7 +86,46 @@ export class MemoryStore implements RateLimitStore {
   }
 
   async reset(keys: readonly string[]): Promise<void> {
-    for (const key of keys) this.entries.delete(key);
+    for (const key of keys) {
+      this.entries.delete(key);
+      this.entries.delete(key + BLOCK_KEY_SUFFIX);
+    }
+  }
+
+  /** The state under `key`, alive up to its expiry time included, as a Redis key. */
+  private stateAt(key: string, realNow: number): unknown {
+    const entry = this.entries.get(key);
+    return entry && entry.expiresAt >= realNow ? entry.state : undefined;
+  }
+
+  /**
+   * Mirrors lua/block.lua: a policy's block denies while it lasts; otherwise a denial in a
+   * consume starts one. Its entry holds when it ends, on the decisions' clock.
+   */
+  private block(
+    key: string,
+    blockMs: number,
+    request: DecideRequest,
+    now: number,
+    realNow: number,
+    verdict: MemoryVerdict,
+  ): void {
+    const blockKey = key + BLOCK_KEY_SUFFIX;
+    const ends = this.stateAt(blockKey, realNow) as number | undefined;
+    let left: number;
+    if (ends !== undefined && now < ends) {
+      left = ends - now;
+    } else {
+      if (verdict.allowed || request.mode !== 'consume') return;
+      left = blockMs;
+      const lifetime = Math.max(Math.ceil(blockMs), request.ttlFloorMs, 1);
+      this.entries.set(blockKey, { state: now + blockMs, expiresAt: realNow + lifetime });
+    }
+    verdict.allowed = false;
+    verdict.remaining = 0;
+    verdict.reset = Math.max(verdict.reset, left);
+    verdict.retry = Math.max(verdict.retry, left);
+    verdict.delay = 0;
   }
 
   async close(): Promise<void> {

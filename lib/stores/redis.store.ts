@@ -2,8 +2,11 @@ import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import type { ResolvedPolicy } from '../resolved-policy.js';
 import {
+  BLOCK_KEY_SUFFIX,
   composeDecideScript,
+  keyCount,
   scriptArguments,
+  scriptIdOf,
   type ScriptVariant,
   variantFor,
 } from './lua-script.js';
@@ -45,7 +48,7 @@ interface DecideScript {
  * `decideAcrossSlots` (see docs/cluster.md for what stays atomic there).
  */
 export class RedisStore implements RateLimitStore {
-  /** By variant, then by the route's algorithms, comma-joined. */
+  /** By variant, then by script id (scriptIdOf). */
   private readonly scripts: Record<ScriptVariant, Map<string, DecideScript>> = {
     consume: new Map(),
     general: new Map(),
@@ -85,8 +88,9 @@ export class RedisStore implements RateLimitStore {
 
   async reset(keys: readonly string[]): Promise<void> {
     this.assertConnected();
-    // One DEL per key: keys of different clients may live in different Cluster slots.
-    await Promise.all(keys.map((key) => this.client.del(key)));
+    // One DEL per key (with its block key, in the same slot): keys of different clients may
+    // live in different Cluster slots.
+    await Promise.all(keys.map((key) => this.client.del(key, key + BLOCK_KEY_SUFFIX)));
   }
 
   async close(): Promise<void> {
@@ -117,31 +121,31 @@ export class RedisStore implements RateLimitStore {
     const variant = variantFor(request, mode);
     const args = scriptArguments(request, mode, variant);
     const script = this.scriptFor(request.policies, variant);
-    const { keys } = request;
-    const evaluate = () => this.client.eval(script.lua, keys.length, ...args).then(toDecision);
+    const keys = keyCount(request.policies);
+    const evaluate = () => this.client.eval(script.lua, keys, ...args).then(toDecision);
     if (!script.loaded) {
       script.loaded = true;
       return evaluate();
     }
-    return this.client.evalsha(script.sha, keys.length, ...args).then(toDecision, (error) => {
+    return this.client.evalsha(script.sha, keys, ...args).then(toDecision, (error) => {
       // A restart, failover or SCRIPT FLUSH empties the script cache; EVAL refills it.
       if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
       return evaluate();
     });
   }
 
-  /** The script for these policies' algorithms in this variant, composed the first time. */
+  /** The script for these policies in this variant, composed the first time. */
   private scriptFor(policies: readonly ResolvedPolicy[], variant: ScriptVariant): DecideScript {
-    const algorithms =
-      policies.length === 1 ? policies[0].algorithm : policies.map((p) => p.algorithm).join(',');
-    let script = this.scripts[variant].get(algorithms);
+    const id = scriptIdOf(policies);
+    let script = this.scripts[variant].get(id);
     if (!script) {
       const lua = composeDecideScript(
         policies.map((p) => p.algorithm),
         variant,
+        policies.map((p) => p.blockMs > 0),
       );
       script = { lua, sha: createHash('sha1').update(lua).digest('hex'), loaded: false };
-      this.scripts[variant].set(algorithms, script);
+      this.scripts[variant].set(id, script);
     }
     return script;
   }

@@ -28,7 +28,12 @@ const AT_LEAST = 5;
 
 const WINDOWED = new Set(['fixed-window', 'sliding-window-counter']);
 
-function randomPolicies(next: () => number, route: number): RateLimitPolicy[] {
+/** `blocks` draws the block durations apart, so that the other draws stay as they were. */
+function randomPolicies(
+  next: () => number,
+  route: number,
+  blocks: () => number,
+): RateLimitPolicy[] {
   const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)];
   const count = 1 + Math.floor(next() * 3);
   return Array.from({ length: count }, (_, i) => {
@@ -40,6 +45,7 @@ function randomPolicies(next: () => number, route: number): RateLimitPolicy[] {
       limit,
       window: pick([100, 250, 1_000, 1_500, 7_000]),
       burst: pick([undefined, 1, limit, limit * 2]),
+      blockDuration: [undefined, undefined, 150, 1_000][Math.floor(blocks() * 4)],
     };
   });
 }
@@ -61,6 +67,8 @@ interface TraceCounts {
   peeks: number;
   resets: number;
   impossible: number;
+  /** Denials on routes with a blockDuration policy. */
+  blocks: number;
 }
 
 type Answer = RateLimitDecision | { rejected: number; message: string };
@@ -85,7 +93,7 @@ describe('embedded store matches the Lua scripts', () => {
     await server.stop();
     console.info(
       [
-        'seed | times | decisions | admitted | denied | at a window edge | at an announced retry time | peeks | resets | impossible costs',
+        'seed | times | decisions | admitted | denied | at a window edge | at an announced retry time | peeks | resets | impossible costs | denials with a block duration',
         ...report,
       ].join('\n'),
     );
@@ -101,7 +109,8 @@ describe('embedded store matches the Lua scripts', () => {
     async (seed, times) => {
       const whole = times === 'whole ms';
       const next = seededRandom(seed);
-      const routes = Array.from({ length: 4 }, (_, route) => randomPolicies(next, route));
+      const blocks = seededRandom(seed + 1_000);
+      const routes = Array.from({ length: 4 }, (_, route) => randomPolicies(next, route, blocks));
       const clients = ['alice', 'bob', 'carol'].map((name) => `${name}-${seed}`);
       const counts: TraceCounts = {
         decisions: 0,
@@ -112,6 +121,7 @@ describe('embedded store matches the Lua scripts', () => {
         peeks: 0,
         resets: 0,
         impossible: 0,
+        blocks: 0,
       };
       const toTime = (ms: number) => (whole ? Math.floor(ms) : ms);
       clock.set(1_700_000_000_000 + toTime(next() * 10_000));
@@ -145,6 +155,7 @@ describe('embedded store matches the Lua scripts', () => {
         if (!('allowed' in answer)) return answer;
         counts.decisions++;
         counts[answer.allowed ? 'admitted' : 'denied']++;
+        if (!answer.allowed && policies.some((p) => p.blockDuration)) counts.blocks++;
         if (mode === 'peek') counts.peeks++;
         const atEdge = policies.some(
           (p) => WINDOWED.has(p.algorithm!) && now % (p.window as number) === 0,
@@ -214,12 +225,20 @@ describe('embedded store matches the Lua scripts', () => {
       report.push(
         `${seed} | ${times} | ${counts.decisions} | ${counts.admitted} | ${counts.denied} | ` +
           `${counts.windowEdges} | ${counts.retryTimes} | ${counts.peeks} | ${counts.resets} | ` +
-          `${counts.impossible}`,
+          `${counts.impossible} | ${counts.blocks}`,
       );
       // A trace that misses a kind of boundary or operation would compare nothing there.
       expect(counts.admitted).toBeGreaterThan(STEPS / 40);
       expect(counts.denied).toBeGreaterThan(STEPS / 40);
-      for (const kind of ['windowEdges', 'retryTimes', 'peeks', 'resets', 'impossible'] as const) {
+      const kinds = [
+        'windowEdges',
+        'retryTimes',
+        'peeks',
+        'resets',
+        'impossible',
+        'blocks',
+      ] as const;
+      for (const kind of kinds) {
         expect({ [kind]: counts[kind] >= AT_LEAST }).toEqual({ [kind]: true });
       }
     },

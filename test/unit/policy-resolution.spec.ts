@@ -87,6 +87,22 @@ const MISTAKES: [unknown, string][] = [
     { limit: 1, window: 1, shadow: 1 },
     invalid('default', 'shadow', 'must be true or false (got 1)'),
   ],
+  [
+    { limit: 1, window: 1, blockDuration: '5 minutes' },
+    invalid(
+      'default',
+      'blockDuration',
+      `must be a positive number of ms or a duration like '250ms', '10s', '1m', '1h', '1d' (got "5 minutes")`,
+    ),
+  ],
+  [
+    { limit: 1, window: 1, blockDuration: 0 },
+    invalid(
+      'default',
+      'blockDuration',
+      `must be a positive number of ms or a duration like '250ms', '10s', '1m', '1h', '1d' (got 0)`,
+    ),
+  ],
 ];
 
 describe('resolvePolicies messages', () => {
@@ -143,9 +159,16 @@ describe('resolvePolicies results', () => {
       keyBy,
       scope: 'route',
       shadow: true,
+      blockMs: 0,
       keySuffix: `:default:${code}:Shop.buy`,
       scriptArgs: ['5', '2000', String(capacity)],
     });
+  });
+
+  it('reads blockDuration as a duration, and none as 0', () => {
+    expect(one({ limit: 1, window: 1, blockDuration: '1.5s' }).blockMs).toBe(1_500);
+    expect(one({ limit: 1, window: 1, blockDuration: 250 }).blockMs).toBe(250);
+    expect(one({ limit: 1, window: 1 }).blockMs).toBe(0);
   });
 
   it('fills a bucket without burst to its limit', () => {

@@ -1,0 +1,22 @@
+-- Block duration (a policy's blockDuration): once the policy denies a client in a consume,
+-- the client stays denied by it for `block` ms from then, whatever its budget holds; the
+-- denials in between do not extend it. The block is a key of its own beside the policy's
+-- (KEYS after the policies'), holding when it ends on the decisions' clock and expiring then.
+-- Composed only into scripts of routes with such a policy: wraps that policy's step.
+local function with_block(step, block_key, block)
+  return function(key, now, limit, window, burst, cost, charge, a, b)
+    local ends = tonumber(redis.call('GET', block_key))
+    if ends and now < ends then
+      local _, _, reset, retry = step(key, now, limit, window, burst, cost, false)
+      local left = ends - now
+      return false, 0, math.max(reset, left), math.max(retry, left), 0
+    end
+    local allowed, remaining, reset, retry, delay, read_a, read_b =
+      step(key, now, limit, window, burst, cost, charge, a, b)
+    if allowed or not consume then
+      return allowed, remaining, reset, retry, delay, read_a, read_b
+    end
+    redis.call('SET', block_key, num(now + block), 'PX', math.max(math.ceil(block), ttl_floor, 1))
+    return false, 0, math.max(reset, block), math.max(retry, block), 0
+  end
+end
