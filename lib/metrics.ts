@@ -122,9 +122,8 @@ interface PolicyTally {
  * cannot be observed), with attribute sets built once.
  */
 export class RateLimitMetrics {
-  private readonly storeDuration;
-  private readonly storeFailures;
-  /** By route id: per policy, in the route's order. */
+  private readonly instruments: Instruments;
+  /** This limiter's view of the shared tallies: by route id, per policy in the route's order. */
   private readonly routes = new Map<string, PolicyTally[]>();
   private readonly answered: Attributes = {};
   private readonly failures = byKey(FAILURE_KINDS, (kind) => ({ 'error.type': kind }));
@@ -133,39 +132,7 @@ export class RateLimitMetrics {
     provider: RateLimitMeterProvider,
     private readonly nearLimitShare: number,
   ) {
-    const meter = provider.getMeter('nestjs-redis-rate-limiter');
-    meter
-      .createObservableCounter(METRIC_NAMES.decisions, {
-        description: 'Decisions of the guard, one per policy of each request decided.',
-        unit: '{decision}',
-      })
-      .addCallback((result) => {
-        for (const tally of this.tallies()) {
-          for (const outcome of OUTCOMES) {
-            const count = tally.decisions[outcome];
-            if (count > 0) result.observe(count, tally.decisionAttributes[outcome]);
-          }
-        }
-      });
-    meter
-      .createObservableCounter(METRIC_NAMES.nearLimit, {
-        description: `Admitted decisions that left a policy at most ${nearLimitShare * 100}% of its capacity.`,
-        unit: '{decision}',
-      })
-      .addCallback((result) => {
-        for (const tally of this.tallies()) {
-          if (tally.nearLimit > 0) result.observe(tally.nearLimit, tally.nearLimitAttributes);
-        }
-      });
-    this.storeDuration = meter.createHistogram(METRIC_NAMES.storeDuration, {
-      description: 'Time from asking the store to hearing its answer or giving up on it.',
-      unit: 's',
-      advice: { explicitBucketBoundaries: DURATION_BUCKETS },
-    });
-    this.storeFailures = meter.createCounter(METRIC_NAMES.storeFailures, {
-      description: 'Store calls that failed, by kind; circuit_open: refused by the open breaker.',
-      unit: '{failure}',
-    });
+    this.instruments = instrumentsOf(provider);
   }
 
   /** Counts one decision of the guard on `plan`: `outcome`, or a shadow policy's own. */
@@ -189,37 +156,105 @@ export class RateLimitMetrics {
 
   /** A store call asked at `askedAt` (performance.now()) was answered. */
   storeAnswered(askedAt: number): void {
-    this.storeDuration.record((performance.now() - askedAt) / 1_000, this.answered);
+    this.instruments.storeDuration.record((performance.now() - askedAt) / 1_000, this.answered);
   }
 
   /** A store call asked at `askedAt` failed, or the open breaker refused it. */
   storeFailed(error: unknown, askedAt: number): void {
     const attributes = this.failures[failureKind(error)];
-    this.storeFailures.add(1, attributes);
+    this.instruments.storeFailures.add(1, attributes);
     // A refused call never reached the store: it has no duration.
     if (!(error instanceof CircuitOpenError)) {
-      this.storeDuration.record((performance.now() - askedAt) / 1_000, attributes);
+      this.instruments.storeDuration.record((performance.now() - askedAt) / 1_000, attributes);
     }
   }
 
-  private *tallies(): Iterable<PolicyTally> {
-    for (const tallies of this.routes.values()) yield* tallies;
-  }
-
   private tally({ route, policies }: RoutePlan): PolicyTally[] {
-    const tallies = policies.map(({ name }) => ({
-      decisions: byKey(OUTCOMES, () => 0),
-      decisionAttributes: byKey(OUTCOMES, (outcome) => ({
-        'rate_limiting.route': route,
-        'rate_limiting.policy': name,
-        'rate_limiting.outcome': outcome,
-      })),
-      nearLimit: 0,
-      nearLimitAttributes: { 'rate_limiting.route': route, 'rate_limiting.policy': name },
-    }));
+    const shared = this.instruments.routes;
+    const byPolicy = shared.get(route) ?? new Map<string, PolicyTally>();
+    shared.set(route, byPolicy);
+    const tallies = policies.map(({ name }) => {
+      let tally = byPolicy.get(name);
+      if (!tally) {
+        tally = {
+          decisions: byKey(OUTCOMES, () => 0),
+          decisionAttributes: byKey(OUTCOMES, (outcome) => ({
+            'rate_limiting.route': route,
+            'rate_limiting.policy': name,
+            'rate_limiting.outcome': outcome,
+          })),
+          nearLimit: 0,
+          nearLimitAttributes: { 'rate_limiting.route': route, 'rate_limiting.policy': name },
+        };
+        byPolicy.set(name, tally);
+      }
+      return tally;
+    });
     this.routes.set(route, tallies);
     return tallies;
   }
+}
+
+/** The instruments on one MeterProvider, with the tallies its observable counters report. */
+interface Instruments {
+  /** By route id, then policy name. */
+  readonly routes: Map<string, Map<string, PolicyTally>>;
+  readonly storeDuration: ReturnType<RateLimitMeter['createHistogram']>;
+  readonly storeFailures: ReturnType<RateLimitMeter['createCounter']>;
+}
+
+/**
+ * One set per provider, shared by every limiter on it: an app started again in the same
+ * process (tests, hot reload) counts on, as synchronous counters would, rather than adding a
+ * second callback whose observations of the same attribute sets would replace the first's.
+ */
+const instrumentsByProvider = new WeakMap<RateLimitMeterProvider, Instruments>();
+
+function instrumentsOf(provider: RateLimitMeterProvider): Instruments {
+  const known = instrumentsByProvider.get(provider);
+  if (known) return known;
+  const meter = provider.getMeter('nestjs-redis-rate-limiter');
+  const routes = new Map<string, Map<string, PolicyTally>>();
+  const tallies = function* () {
+    for (const byPolicy of routes.values()) yield* byPolicy.values();
+  };
+  meter
+    .createObservableCounter(METRIC_NAMES.decisions, {
+      description: 'Decisions of the guard, one per policy of each request decided.',
+      unit: '{decision}',
+    })
+    .addCallback((result) => {
+      for (const tally of tallies()) {
+        for (const outcome of OUTCOMES) {
+          const count = tally.decisions[outcome];
+          if (count > 0) result.observe(count, tally.decisionAttributes[outcome]);
+        }
+      }
+    });
+  meter
+    .createObservableCounter(METRIC_NAMES.nearLimit, {
+      description: 'Admitted decisions that left a policy at most nearLimitShare of its capacity.',
+      unit: '{decision}',
+    })
+    .addCallback((result) => {
+      for (const tally of tallies()) {
+        if (tally.nearLimit > 0) result.observe(tally.nearLimit, tally.nearLimitAttributes);
+      }
+    });
+  const instruments: Instruments = {
+    routes,
+    storeDuration: meter.createHistogram(METRIC_NAMES.storeDuration, {
+      description: 'Time from asking the store to hearing its answer or giving up on it.',
+      unit: 's',
+      advice: { explicitBucketBoundaries: DURATION_BUCKETS },
+    }),
+    storeFailures: meter.createCounter(METRIC_NAMES.storeFailures, {
+      description: 'Store calls that failed, by kind; circuit_open: refused by the open breaker.',
+      unit: '{failure}',
+    }),
+  };
+  instrumentsByProvider.set(provider, instruments);
+  return instruments;
 }
 
 /** The kind of a store failure, for `error.type`. */

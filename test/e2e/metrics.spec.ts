@@ -307,24 +307,34 @@ describe.each<AdapterKind>(['express', 'fastify'])('metrics over HTTP with %s', 
 describe('metrics through the global MeterProvider', () => {
   afterEach(() => metrics.disable());
 
-  it('metrics: true counts on the MeterProvider registered globally', async () => {
+  it('metrics: true counts on the MeterProvider registered globally; an app started again counts on', async () => {
     const { meterProvider, counts } = meter();
     metrics.setGlobalMeterProvider(meterProvider);
-    await withApp(
-      startApp(
-        'express',
-        [RateLimitModule.forRoot({ redis: server.url, prefix: 'metrics-global', metrics: true })],
-        [MeteredController],
-      ),
-      async (running) => {
-        expect((await running.get('/queued')).status).toBe(200);
-        // The service's calls are timed too.
-        await running.app.get(RateLimiter).consume('service', { limit: 1, window: '1m' });
-      },
-    );
+    // Twice in one process, as tests and hot reloads start apps: the counts add up.
+    for (const policy of ['first', 'second']) {
+      await withApp(
+        startApp(
+          'express',
+          [
+            RateLimitModule.forRoot({
+              redis: server.url,
+              prefix: 'metrics-global',
+              keyBy: byClientHeader,
+              metrics: true,
+            }),
+          ],
+          [MeteredController],
+        ),
+        async (running) => {
+          expect((await running.get('/queued', `${policy}-${nextClient()}`)).status).toBe(200);
+          // The service's calls are timed too.
+          await running.app.get(RateLimiter).consume(policy, { limit: 1, window: '1m' });
+        },
+      );
+    }
     expect(await counts()).toEqual({
-      'decisions MeteredController.queued queue allowed': 1,
-      'store.operation.duration': 2,
+      'decisions MeteredController.queued queue allowed': 2,
+      'store.operation.duration': 4,
     });
   });
 

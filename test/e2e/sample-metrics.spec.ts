@@ -32,7 +32,7 @@ describe('sample app with METRICS=1', () => {
     expect(lines).toHaveLength(1);
     return Number(lines[0].split(' ').at(-1));
   };
-  const decisions = (text: string, outcome: string, route = 'DemoController.fixedWindow') =>
+  const decisions = (text: string, outcome: string, route = 'DemoController.slidingLog') =>
     valueOf(text, 'rate_limiting_decisions_total', {
       rate_limiting_route: route,
       rate_limiting_policy: 'default',
@@ -40,7 +40,8 @@ describe('sample app with METRICS=1', () => {
     });
 
   it('serves the counts in Prometheus text at /metrics, itself never limited', async () => {
-    expect(await sequentially(7, () => running.get('/fixed-window'))).toEqual([
+    // A sliding log: a fixed window could roll over mid-test.
+    expect(await sequentially(7, () => running.get('/sliding-log'))).toEqual([
       200, 200, 200, 200, 200, 429, 429,
     ]);
     const text = await scrape();
@@ -52,7 +53,7 @@ describe('sample app with METRICS=1', () => {
     // 5 of 5 leave 4, 3, 2, 1, 0: the last two within 20%.
     expect(
       valueOf(text, 'rate_limiting_near_limit_decisions_total', {
-        rate_limiting_route: 'DemoController.fixedWindow',
+        rate_limiting_route: 'DemoController.slidingLog',
       }),
     ).toBe(2);
     expect(valueOf(text, 'rate_limiting_store_operation_duration_count', {})).toBe(6);
