@@ -5,8 +5,10 @@
  * `processCommand` (a command's lookup, checks and execution, as INFO commandstats times
  * it, without network and parsing). For each algorithm, and for the routes of bench:decide,
  * the script the library sends for `consume` on Redis TIME is counted against the minimal
- * scripts (bench/minimal-scripts.ts; a route's, one call per policy), on fresh keys (every
- * decision writes a new key, as in bench:decide) and on the same keys again (state present).
+ * scripts (bench/minimal-scripts.ts; a route's, one call per policy), and for the fixed
+ * window against rate-limiter-flexible and @nest-lab/throttler-storage-redis, on fresh keys
+ * (every decision writes a new key, as in bench:decide) and on the same keys again (state
+ * present).
  *
  *   npm run bench:decide-instructions   (DECIDE_REQUESTS, default 1000 per variant)
  */
@@ -15,10 +17,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { Redis } from 'ioredis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { type Algorithm, ALGORITHMS } from '../lib/index.js';
 import { resolvePolicies } from '../lib/resolved-policy.js';
-import { composeDecideScript, scriptArguments } from '../lib/stores/lua-script.js';
+import { composeDecideScript, keyCount, scriptArguments } from '../lib/stores/lua-script.js';
 import { REDIS_CLI_BIN, REDIS_SERVER_BIN } from '../test/support/redis-server.js';
 import { freePort } from '../test/support/free-port.js';
 import { MINIMAL_SCRIPTS } from './minimal-scripts.js';
@@ -71,9 +75,12 @@ async function instructions(call: (i: number) => Promise<unknown>): Promise<numb
   return Number(/^summary: (\d+)/m.exec(dump)![1]) / REQUESTS;
 }
 
+const WINDOW_MS = 86_400_000;
+const closers: (() => void)[] = [];
+const LIMIT = 1_000_000_000;
 const lines = [
-  '| row | library, fresh keys | minimal | ratio | library, keys present | minimal | ratio |',
-  '|---|---|---|---|---|---|---|',
+  '| row | variant | fresh keys | vs minimal | keys present | vs minimal |',
+  '|---|---|---|---|---|---|',
 ];
 try {
   for (const algorithms of ROWS) {
@@ -82,9 +89,9 @@ try {
       algorithms.map((algorithm, i) => ({
         name: `p${i}`,
         algorithm,
-        limit: 1_000_000_000,
+        limit: LIMIT,
         // A day: no window edge passes while a row runs, so the keys stay present.
-        window: 86_400_000,
+        window: WINDOW_MS,
       })),
       { label, defaultScope: 'global' },
     );
@@ -102,7 +109,7 @@ try {
     const libraryCall = (i: number) =>
       client.evalsha(
         library as string,
-        policies.length,
+        keyCount(policies),
         ...scriptArguments(request(i), 'consume', 'consume'),
       );
     const minimal = await Promise.all(
@@ -114,20 +121,43 @@ try {
           client.evalsha(minimal[p] as string, 1, keysOf(i)[p], ...policy.scriptArgs, 1),
         ),
       );
-    const figures: number[] = [];
-    for (const call of [libraryCall, minimalCall]) {
-      await client.flushall();
-      figures.push(await instructions(call), await instructions(call));
+    const variants: Record<string, (i: number) => Promise<unknown>> = {
+      library: libraryCall,
+      'minimal script(s)': minimalCall,
+    };
+    if (label === 'fixed-window') {
+      // The peers' fixed windows, through their own code: what they send is what counts.
+      const flexible = new RateLimiterRedis({
+        storeClient: client,
+        points: LIMIT,
+        duration: WINDOW_MS / 1000,
+        keyPrefix: 'rlf',
+      });
+      variants['rate-limiter-flexible'] = (i) => flexible.consume(`client-${i}`);
+      const throttler = new ThrottlerStorageRedisService(`redis://127.0.0.1:${port}`, {
+        enableAutoPipelining: true,
+      });
+      closers.push(() => throttler.onModuleDestroy());
+      variants['@nest-lab/throttler-storage-redis'] = (i) =>
+        throttler.increment(`client-${i}`, WINDOW_MS, LIMIT, WINDOW_MS, 'default');
     }
-    const [libraryFresh, libraryPresent, minimalFresh, minimalPresent] = figures;
+    const figures: Record<string, [number, number]> = {};
+    for (const [variant, call] of Object.entries(variants)) {
+      await client.flushall();
+      figures[variant] = [await instructions(call), await instructions(call)];
+    }
+    const [minimalFresh, minimalPresent] = figures['minimal script(s)'];
     const cell = (value: number) => Math.round(value).toLocaleString('en-US');
-    lines.push(
-      `| ${label} | ${cell(libraryFresh)} | ${cell(minimalFresh)} | ${(libraryFresh / minimalFresh).toFixed(2)}x | ` +
-        `${cell(libraryPresent)} | ${cell(minimalPresent)} | ${(libraryPresent / minimalPresent).toFixed(2)}x |`,
-    );
-    console.error(lines.at(-1));
+    for (const [variant, [fresh, present]] of Object.entries(figures)) {
+      lines.push(
+        `| ${label} | ${variant} | ${cell(fresh)} | ${(fresh / minimalFresh).toFixed(2)}x | ` +
+          `${cell(present)} | ${(present / minimalPresent).toFixed(2)}x |`,
+      );
+      console.error(lines.at(-1));
+    }
   }
 } finally {
+  closers.forEach((close) => close());
   client.disconnect();
   server.kill('SIGTERM');
   await new Promise((resolve) => server.once('exit', resolve));
