@@ -21,18 +21,70 @@ export interface DeadlineLimits {
   readonly maxWait: number;
 }
 
-/** A request waiting on the store, linked in its meter's list until it settles. */
-interface Waiting {
-  readonly startedAt: number;
-  readonly timeout: number;
-  readonly maxWait: number;
-  readonly batch: SendBatch;
+/**
+ * One call waiting on the store under a deadline (see SilenceMeter.wait): what its answer
+ * and its failure become, and the meter's bookkeeping. Whoever waits subclasses it, so that
+ * one object holds all a call needs: the hot path allocates little.
+ */
+export abstract class WaitingCall<T, R> {
   /** When it is next checked (monotonic ms). */
   due: number;
-  /** Settles the request with what its failure handler makes of `error`. */
-  readonly fail: (error: unknown) => void;
-  previous: Waiting | undefined;
-  next: Waiting | undefined;
+  /** The rest is the meter's, set as the call goes out. */
+  batch: SendBatch | undefined;
+  resolve: ((result: R | PromiseLike<R>) => void) | undefined;
+  reject: ((error: unknown) => void) | undefined;
+  previous: WaitingCall<unknown, unknown> | undefined;
+  next: WaitingCall<unknown, unknown> | undefined;
+
+  /** Times in ms; see DeadlineLimits. */
+  constructor(
+    readonly startedAt: number,
+    patience: number,
+    readonly timeout: number,
+    readonly maxWait: number,
+  ) {
+    this.due = startedAt + patience;
+  }
+
+  /** What the store's answer becomes; may throw or reject, as in `then`. */
+  abstract answered(answer: T): R | PromiseLike<R>;
+
+  /** What a failure becomes: a DeadlineExceededError, or the store's own error. */
+  abstract failed(error: unknown): R | PromiseLike<R>;
+}
+
+/** A WaitingCall that hands its outcome to functions, as `then` would. */
+class HandledCall<T, R> extends WaitingCall<T, R> {
+  constructor(
+    startedAt: number,
+    { patience, timeout, maxWait }: DeadlineLimits,
+    private readonly onAnswer: ((answer: T) => R | PromiseLike<R>) | undefined,
+    private readonly onFailure: ((error: unknown) => R | PromiseLike<R>) | undefined,
+  ) {
+    super(startedAt, patience, timeout, maxWait);
+  }
+
+  answered(answer: T): R | PromiseLike<R> {
+    return this.onAnswer ? this.onAnswer(answer) : (answer as unknown as R);
+  }
+
+  failed(error: unknown): R | PromiseLike<R> {
+    if (this.onFailure) return this.onFailure(error);
+    throw error;
+  }
+}
+
+/**
+ * The settling functions of the promise being made: an executor shared by every call
+ * instead of a closure per call.
+ */
+const settlers: {
+  resolve: ((result: never) => void) | undefined;
+  reject: ((error: unknown) => void) | undefined;
+} = { resolve: undefined, reject: undefined };
+function captureSettlers(resolve: (result: never) => void, reject: (error: unknown) => void) {
+  settlers.resolve = resolve;
+  settlers.reject = reject;
 }
 
 /**
@@ -55,8 +107,8 @@ export class SilenceMeter {
    * set for the earliest check due: a timer per request cost more than anything else the
    * deadline does.
    */
-  private first: Waiting | undefined;
-  private last: Waiting | undefined;
+  private first: WaitingCall<unknown, unknown> | undefined;
+  private last: WaitingCall<unknown, unknown> | undefined;
   private timer: NodeJS.Timeout | undefined;
   /** When the timer fires (monotonic ms); Infinity while none is set. */
   private timerAt = Infinity;
@@ -130,50 +182,48 @@ export class SilenceMeter {
    * offline-queue settings the Redis client was given. Time counts from `startedAt`.
    *
    * `onAnswer` and `onFailure` (a DeadlineExceededError, or the store's own error) work as
-   * `then` on the result would, without the promise a `then` adds on every request.
+   * `then` on the result would, without the promise a `then` adds.
    */
   withDeadline<T, R = T>(
     work: Promise<T>,
-    { patience, timeout, maxWait }: DeadlineLimits,
+    limits: DeadlineLimits,
     startedAt = performance.now(),
     onAnswer?: (answer: T) => R | PromiseLike<R>,
     onFailure?: (error: unknown) => R | PromiseLike<R>,
   ): Promise<R> {
-    const batch = this.sending();
-    return new Promise<R>((resolve, reject) => {
-      const waiting: Waiting = {
-        startedAt,
-        timeout,
-        maxWait,
-        batch,
-        due: startedAt + patience,
-        fail: onFailure ? (error) => settle(resolve, reject, onFailure, error) : reject,
-        previous: this.last,
-        next: undefined,
-      };
-      this.watch(waiting);
-      work.then(
-        (answer) => {
-          this.heard(startedAt);
-          if (!this.unwatch(waiting)) return;
-          if (onAnswer) settle(resolve, reject, onAnswer, answer);
-          else resolve(answer as unknown as R);
-        },
-        (error: unknown) => {
-          if (this.unwatch(waiting)) waiting.fail(error);
-        },
-      );
-    });
+    return this.wait(work, new HandledCall(startedAt, limits, onAnswer, onFailure));
+  }
+
+  /** withDeadline for a call that carries its own limits and handlers: the hot path. */
+  wait<T, R>(work: Promise<T>, call: WaitingCall<T, R>): Promise<R> {
+    const promise = new Promise<R>(captureSettlers);
+    call.resolve = settlers.resolve as (result: R | PromiseLike<R>) => void;
+    call.reject = settlers.reject;
+    call.batch = this.sending();
+    call.previous = this.last;
+    // One list holds calls of every type.
+    const waiting = call as unknown as WaitingCall<unknown, unknown>;
+    this.watch(waiting);
+    work.then(
+      (answer) => {
+        this.heard(call.startedAt);
+        if (this.unwatch(waiting)) settle(call, answered, answer);
+      },
+      (error: unknown) => {
+        if (this.unwatch(waiting)) settle(call, failed, error);
+      },
+    );
+    return promise;
   }
 
   /**
    * A check at its due time: the request fails if the store has been silent for its timeout
    * and this check ran on time, or if maxWait has passed; else it is checked again later.
    */
-  private check(waiting: Waiting, now: number): void {
-    const { startedAt, timeout, maxWait, batch } = waiting;
+  private check(waiting: WaitingCall<unknown, unknown>, now: number): void {
+    const { startedAt, timeout, maxWait } = waiting;
     const waited = now - startedAt;
-    const silence = this.silentFor(batch);
+    const silence = this.silentFor(waiting.batch!);
     if (waited < maxWait && (silence < timeout || now - waiting.due > timeout * LATE_CHECK)) {
       // Not silent, or this check ran late: then the machine was too busy to judge the
       // store by its silence, so it gets a full deadline more, within maxWait.
@@ -182,7 +232,9 @@ export class SilenceMeter {
       return;
     }
     this.unwatch(waiting);
-    waiting.fail(
+    settle(
+      waiting,
+      failed,
       new DeadlineExceededError(
         waited < maxWait
           ? `no answer within ${timeout} ms (store silent)`
@@ -191,7 +243,7 @@ export class SilenceMeter {
     );
   }
 
-  private watch(waiting: Waiting): void {
+  private watch(waiting: WaitingCall<unknown, unknown>): void {
     if (this.last) this.last.next = waiting;
     else this.first = waiting;
     this.last = waiting;
@@ -199,7 +251,7 @@ export class SilenceMeter {
   }
 
   /** Takes a request out of the list; false if it was out already (settled once). */
-  private unwatch(waiting: Waiting): boolean {
+  private unwatch(waiting: WaitingCall<unknown, unknown>): boolean {
     if (!this.isWaiting(waiting)) return false;
     const { previous, next } = waiting;
     if (previous) previous.next = next;
@@ -216,7 +268,7 @@ export class SilenceMeter {
     return true;
   }
 
-  private isWaiting(waiting: Waiting): boolean {
+  private isWaiting(waiting: WaitingCall<unknown, unknown>): boolean {
     return waiting.previous !== undefined || this.first === waiting;
   }
 
@@ -231,16 +283,18 @@ export class SilenceMeter {
   }
 }
 
-/** Resolves with `handle(value)`, or rejects with what it throws, as `then` would. */
-function settle<V, R>(
-  resolve: (result: R | PromiseLike<R>) => void,
-  reject: (error: unknown) => void,
-  handle: (value: V) => R | PromiseLike<R>,
+const answered = <T, R>(call: WaitingCall<T, R>, answer: T) => call.answered(answer);
+const failed = <T, R>(call: WaitingCall<T, R>, error: unknown) => call.failed(error);
+
+/** Settles `call` with what `handle` makes of `value`, or with what it throws, as `then` would. */
+function settle<T, R, V>(
+  call: WaitingCall<T, R>,
+  handle: (call: WaitingCall<T, R>, value: V) => R | PromiseLike<R>,
   value: V,
 ): void {
   try {
-    resolve(handle(value));
+    call.resolve!(handle(call, value));
   } catch (error) {
-    reject(error);
+    call.reject!(error);
   }
 }

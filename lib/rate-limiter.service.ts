@@ -8,7 +8,6 @@ import {
 import { clientTag, policyKey } from './client-key.js';
 import { DenyCache } from './deny-cache.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_STORE } from './rate-limit.constants.js';
-import { RateLimitUnavailableException, retryAfterSeconds } from './rate-limit.exceptions.js';
 import type { PolicyResult, RateLimitDecision } from './rate-limit-decision.interface.js';
 import type { RateLimitPolicy } from './rate-limit-policy.interface.js';
 import type { ResolvedRateLimitOptions } from './resolved-options.js';
@@ -96,7 +95,7 @@ export class RateLimiter implements OnApplicationShutdown {
       policyKey(this.options.prefix, tag, policy.keySuffix),
     );
     this.denials?.forget(keys);
-    await this.askStore(this.gate.reset(keys), () => undefined);
+    await this.gate.reset(keys);
   }
 
   /**
@@ -150,6 +149,7 @@ export class RateLimiter implements OnApplicationShutdown {
       return Promise.reject(error);
     }
     const now = this.now?.();
+    const askedAt = performance.now();
     // Known denials are answered here. A cost beyond capacity skips the cache both ways:
     // its answer must say so, and no time lifts it.
     const denials = impossible ? undefined : this.denials;
@@ -158,7 +158,7 @@ export class RateLimiter implements OnApplicationShutdown {
     let generation = 0;
     if (denials) {
       id = keys.length === 1 ? keys[0] : keys.join('\n');
-      sentAt = now ?? performance.now();
+      sentAt = now ?? askedAt;
       const known = denials.lookup(id, policies, costs, sentAt);
       if (known) return Promise.resolve(known);
       generation = denials.current;
@@ -173,26 +173,26 @@ export class RateLimiter implements OnApplicationShutdown {
       now,
       ttlFloorMs: this.ttlFloorMs,
     };
-    return this.askStore(this.gate.decide(request), ({ allowed, verdicts, local }) => {
-      const decision: RateLimitDecision = {
-        allowed: allowed && !impossible,
-        results: verdicts.map((verdict, i) => {
-          const policy = policies[i];
-          // Field by field, not spread: one object shape for every result.
-          const hopeless = costs[i] > policy.maxCost;
-          return {
-            policy: policy.name,
-            allowed: verdict.allowed && !hopeless,
-            limit: policy.limit,
-            window: policy.windowMs,
-            capacity: policy.maxCost,
-            remaining: verdict.remaining,
-            resetMs: verdict.resetMs,
-            retryAfterMs: hopeless ? Infinity : verdict.retryAfterMs,
-            delayMs: verdict.delayMs,
-          };
-        }),
-      };
+    return this.gate.decide(request, askedAt, ({ allowed, verdicts, local }) => {
+      const results: PolicyResult[] = [];
+      for (let i = 0; i < verdicts.length; i++) {
+        const verdict = verdicts[i];
+        const policy = policies[i];
+        // Field by field, not spread: one object shape for every result.
+        const hopeless = costs[i] > policy.maxCost;
+        results.push({
+          policy: policy.name,
+          allowed: verdict.allowed && !hopeless,
+          limit: policy.limit,
+          window: policy.windowMs,
+          capacity: policy.maxCost,
+          remaining: verdict.remaining,
+          resetMs: verdict.resetMs,
+          retryAfterMs: hopeless ? Infinity : verdict.retryAfterMs,
+          delayMs: verdict.delayMs,
+        });
+      }
+      const decision: RateLimitDecision = { allowed: allowed && !impossible, results };
       // Only the store's own denials are known to hold: not the local fallback's.
       if (denials && !decision.allowed && !local) {
         denials.remember(id, keys, policies, costs, sentAt, generation, decision);
@@ -299,18 +299,6 @@ export class RateLimiter implements OnApplicationShutdown {
   /** Releases what the gate holds (the local fallback's store). */
   onApplicationShutdown(): Promise<void> {
     return this.gate.close();
-  }
-
-  /** Store failures (thrown, rejected, silent or refused by the breaker) become RateLimitUnavailableException. */
-  private askStore<T, R>(pending: Promise<T>, onAnswer: (answer: T) => R): Promise<R> {
-    return pending.then(onAnswer, (error: unknown): never => {
-      const reason = error instanceof Error ? error.message : String(error);
-      throw new RateLimitUnavailableException(
-        `Rate limit store unavailable: ${reason}`,
-        retryAfterSeconds(this.options.timeout),
-        error,
-      );
-    });
   }
 }
 

@@ -21,10 +21,10 @@ export class StoreClock {
 
   /**
    * The store-clock epoch ms at monotonic instant `at` (never earlier than the truth), or
-   * undefined while no sample has come back.
+   * undefined while no sample has come back. `now`: the monotonic time, if the caller has it.
    */
-  at(monotonic: number): number | undefined {
-    if (performance.now() >= this.nextSampleAt) this.sample();
+  at(monotonic: number, now = performance.now()): number | undefined {
+    if (now >= this.nextSampleAt) this.sample();
     return this.offset === undefined ? undefined : monotonic + this.offset;
   }
 

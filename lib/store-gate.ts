@@ -1,7 +1,8 @@
 import type { Logger } from '@nestjs/common';
 import { type BreakerPass, CircuitBreaker } from './circuit-breaker.js';
-import { DeadlineExceededError, SilenceMeter } from './deadline.js';
+import { DeadlineExceededError, SilenceMeter, WaitingCall } from './deadline.js';
 import { LocalFallback } from './local-fallback.js';
+import { RateLimitUnavailableException, retryAfterSeconds } from './rate-limit.exceptions.js';
 import { StoreClock } from './store-clock.js';
 import type { ResolvedRateLimitOptions } from './resolved-options.js';
 import type {
@@ -52,16 +53,24 @@ export class StoreGate {
     this.localLog = new ThrottledLog(logger);
   }
 
-  /** Decides `request`, asked at monotonic instant `askedAt`. */
-  decide(request: DecideRequest, askedAt = performance.now()): Promise<StoreDecision> {
-    return this.attempt(request, askedAt, this.options.maxWait);
+  /**
+   * Decides `request`, asked at monotonic instant `askedAt`. `finish` turns the decision into
+   * the caller's answer where the decision arrives, saving the caller a promise layer of its
+   * own. A failure the local fallback does not take rejects with RateLimitUnavailableException.
+   */
+  decide<R>(
+    request: DecideRequest,
+    askedAt: number,
+    finish: (decision: StoreDecision) => R,
+  ): Promise<R> {
+    return this.attempt(request, askedAt, this.options.maxWait, finish);
   }
 
   async reset(keys: readonly string[]): Promise<void> {
     await this.local?.reset(keys);
     const askedAt = performance.now();
     const pass = this.breaker?.pass() ?? 'closed';
-    if (pass === 'refused') throw this.refused(askedAt);
+    if (pass === 'refused') throw this.unavailable(this.refused(askedAt));
     const { timeout, maxWait } = this.options;
     await this.silence.withDeadline(
       callStore(this.store, this.store.reset, keys),
@@ -70,7 +79,7 @@ export class StoreGate {
       () => this.succeeded(askedAt),
       (error: unknown) => {
         this.failed(error, pass, askedAt);
-        throw error;
+        throw this.unavailable(error);
       },
     );
   }
@@ -85,16 +94,17 @@ export class StoreGate {
    * within maxWait. The deadline never gives up before then, and the store, told so as
    * `wantedUntil`, charges nothing after then. A failure goes to the local fallback, if any.
    */
-  private attempt(
+  private attempt<R>(
     request: DecideRequest,
     askedAt: number,
     maxWait: number,
-  ): Promise<StoreDecision> {
+    finish: (decision: StoreDecision) => R,
+  ): Promise<R> {
     const pass = this.breaker?.pass() ?? 'closed';
-    if (pass === 'refused') return this.fail(request, this.refused(askedAt));
+    if (pass === 'refused') return this.fail(request, this.refused(askedAt), finish);
     const { timeout } = this.options;
     const patience = Math.min(maxWait, timeout + LATENCY_MARGIN * this.silence.recentLatency());
-    const wantedUntil = this.clock?.at(askedAt + patience);
+    const wantedUntil = this.clock?.at(askedAt + patience, askedAt);
     // Written out: a spread that adds a property costs about a microsecond per decision.
     const asked: DecideRequest =
       wantedUntil === undefined
@@ -108,19 +118,24 @@ export class StoreGate {
             ttlFloorMs: request.ttlFloorMs,
             wantedUntil,
           };
-    return this.silence.withDeadline(
+    return this.silence.wait(
       callStore(this.store, this.store.decide, asked),
-      { patience, timeout, maxWait },
-      askedAt,
-      (decision) => {
-        this.succeeded(askedAt);
-        return decision.stale ? this.retryStale(request, askedAt, patience, maxWait) : decision;
-      },
-      (error: unknown) => {
-        this.failed(error, pass, askedAt);
-        return this.fail(request, error);
-      },
+      new Attempt(this, request, askedAt, patience, timeout, maxWait, pass, finish),
     );
+  }
+
+  /** What an attempt's answer becomes: the caller's answer, or another attempt if stale. */
+  answered<R>(attempt: Attempt<R>, decision: StoreDecision): R | Promise<R> {
+    const { request, startedAt, finish } = attempt;
+    this.succeeded(startedAt);
+    if (!decision.stale) return finish(decision);
+    return this.retryStale(request, startedAt, attempt.patience, attempt.maxWait, finish);
+  }
+
+  /** What an attempt's failure becomes: the local fallback's decision, or a rejection. */
+  failedAttempt<R>(attempt: Attempt<R>, error: unknown): Promise<R> {
+    this.failed(error, attempt.pass, attempt.startedAt);
+    return this.fail(attempt.request, error, attempt.finish);
   }
 
   /**
@@ -128,19 +143,21 @@ export class StoreGate {
    * yet this process still waits (it was the late one). Ask again within what is left of
    * maxWait. Stale though it came back in time, it proves the store's clock moved.
    */
-  private retryStale(
+  private retryStale<R>(
     request: DecideRequest,
     askedAt: number,
     patience: number,
     maxWait: number,
-  ): Promise<StoreDecision> {
+    finish: (decision: StoreDecision) => R,
+  ): Promise<R> {
     const now = performance.now();
     if (now < askedAt + patience) this.clock?.forget();
     const left = maxWait - (now - askedAt);
-    if (left > 0) return this.attempt(request, now, left);
+    if (left > 0) return this.attempt(request, now, left, finish);
     return this.fail(
       request,
       new DeadlineExceededError(`no answer in time within maxWait ${maxWait} ms`),
+      finish,
     );
   }
 
@@ -163,8 +180,23 @@ export class StoreGate {
   }
 
   /** A decision the store could not make: the local fallback makes it, if there is one. */
-  private fail(request: DecideRequest, error: unknown): Promise<StoreDecision> {
-    return this.local ? this.decideLocally(request, error) : Promise.reject(error);
+  private fail<R>(
+    request: DecideRequest,
+    error: unknown,
+    finish: (decision: StoreDecision) => R,
+  ): Promise<R> {
+    if (this.local) return this.decideLocally(request, error).then(finish);
+    return Promise.reject(this.unavailable(error));
+  }
+
+  /** Store failures (thrown, rejected, silent or refused by the breaker) as the limiter reports them. */
+  private unavailable(error: unknown): RateLimitUnavailableException {
+    const reason = error instanceof Error ? error.message : String(error);
+    return new RateLimitUnavailableException(
+      `Rate limit store unavailable: ${reason}`,
+      retryAfterSeconds(this.options.timeout),
+      error,
+    );
   }
 
   private decideLocally(request: DecideRequest, error: unknown): Promise<StoreDecision> {
@@ -185,6 +217,30 @@ export class StoreGate {
     } else {
       this.logger.log('Rate limit store answering again: circuit breaker closed');
     }
+  }
+}
+
+/** One try at a decision, waiting on the store: all it needs in one object. */
+class Attempt<R> extends WaitingCall<StoreDecision, R> {
+  constructor(
+    private readonly gate: StoreGate,
+    readonly request: DecideRequest,
+    askedAt: number,
+    readonly patience: number,
+    timeout: number,
+    maxWait: number,
+    readonly pass: BreakerPass,
+    readonly finish: (decision: StoreDecision) => R,
+  ) {
+    super(askedAt, patience, timeout, maxWait);
+  }
+
+  answered(decision: StoreDecision): R | Promise<R> {
+    return this.gate.answered(this, decision);
+  }
+
+  failed(error: unknown): Promise<R> {
+    return this.gate.failedAttempt(this, error);
   }
 }
 
