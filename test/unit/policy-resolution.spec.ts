@@ -38,14 +38,16 @@ const MISTAKES: [unknown, string][] = [
     { name: 'n'.repeat(65), limit: 1, window: 1 },
     invalid('n'.repeat(65), 'name', `${NAME_RULE} (got "${'n'.repeat(65)}")`),
   ],
-  ...[7, 'toString', 'gcra'].map((algorithm): [unknown, string] => [
-    { algorithm, limit: 1, window: 1 },
-    invalid(
-      'default',
-      'algorithm',
-      `must be one of token-bucket, leaky-bucket, fixed-window, sliding-window-log, sliding-window-counter (got ${JSON.stringify(algorithm)})`,
-    ),
-  ]),
+  ...[7, 'toString', 'gcra', { toString: () => 'fixed-window' }].map(
+    (algorithm): [unknown, string] => [
+      { algorithm, limit: 1, window: 1 },
+      invalid(
+        'default',
+        'algorithm',
+        `must be one of token-bucket, leaky-bucket, fixed-window, sliding-window-log, sliding-window-counter (got ${JSON.stringify(algorithm)})`,
+      ),
+    ],
+  ),
   ...[0, -1, 1.5, '5', 2 ** 53, undefined].map((limit): [unknown, string] => [
     { limit, window: 1 },
     invalid('default', 'limit', `must be a positive integer (got ${JSON.stringify(limit)})`),

@@ -304,6 +304,26 @@ describe('RoutePlanner route ids', () => {
     },
   );
 
+  it('numbers two classes of one name that inherit one handler, and another handler of one name on one class', async () => {
+    class Base {
+      list() {}
+    }
+    const [First, Second] = [0, 1].map(() => {
+      class Shelf extends Base {}
+      return Shelf;
+    });
+    const { planner: p, close } = await planner([]);
+    expect([planOf(p, First, 'list').route, planOf(p, Second, 'list').route]).toEqual([
+      'Shelf.list',
+      'Shelf.list~2',
+    ]);
+    // The same label from a handler the class did not have before (Nest never asks this).
+    const stranger = { name: 'list' };
+    expect(p.planFor(stranger, First).route).toBe('Shelf.list~3');
+    expect(planOf(p, First, 'list').route).toBe('Shelf.list');
+    await close();
+  });
+
   it('numbers classes of one name in the order start-up found them, whatever the order asked', async () => {
     const twins = [namedTwice(), namedTwice(), namedTwice()];
     const modules = twins.map((Twin) => {
@@ -324,6 +344,8 @@ describe('RoutePlanner route ids', () => {
 describe('RoutePlanner at start-up', () => {
   @Injectable()
   class ResolverWithMethodLimits {
+    authors() {}
+
     @RateLimit({ limit: 0, window: 1 })
     books() {}
   }
@@ -337,8 +359,8 @@ describe('RoutePlanner at start-up', () => {
   class GatewayWithClassSkip {
     message() {}
   }
-  @RateLimit({ limit: 0, window: 1 })
   class BuiltByAFactory {
+    @RateLimit({ limit: 0, window: 1 })
     run() {}
   }
 
