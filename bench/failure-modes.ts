@@ -3,7 +3,10 @@
  * 'open', 'closed' and 'local' in turn: 3 pods on the module's default failure options
  * (100 ms, breaker on), one client's requests spread over them while Redis is killed, and
  * while it is frozen (SIGSTOP) for 3 s; then how long after Redis is back the pods decide
- * on it again. Prints a Markdown table. Options: --requests, --concurrency.
+ * on it again. Prints a Markdown table, the 200s Redis decided apart from those the failure
+ * mode let through (open) or decided in the pod ('local'): a pod stamps each response its
+ * Redis store decided in time (bench/pods/decision-timing.ts). Options: --requests,
+ * --concurrency.
  */
 import { parseArgs } from 'node:util';
 import { startRedisServer } from '../test/support/redis-server.js';
@@ -99,18 +102,18 @@ async function measure(mode: (typeof MODES)[number]): Promise<Row[]> {
 
 function formatTable(rows: readonly Row[]): string {
   const header =
-    '| failureMode | Redis | 200 | 429 | 503 | other | 200 per pod (most) | p50 ms | p99 ms | deciding on Redis again after |';
+    '| failureMode | Redis | 200 decided by Redis | 200 by the failure mode | 429 | 503 | other | 200 per pod (most) | p50 ms | p99 ms | deciding on Redis again after |';
   const lines = rows.map(({ mode, fault, report, backAfterMs }) => {
-    const { statuses, responses } = report;
+    const { statuses, responses, admitted, failedOpen } = report;
     const latencies = responses.map((response) => response.latencyMs).sort((a, b) => a - b);
     const other = responses.filter((r) => ![200, 429, 503].includes(r.status)).length;
     const perPod = Array.from(
       { length: PODS },
       (_, pod) => responses.filter((r) => r.pod === pod && r.status === 200).length,
     );
-    return `| ${mode} | ${fault} | ${statuses[200] ?? 0} | ${statuses[429] ?? 0} | ${statuses[503] ?? 0} | ${other} | ${Math.max(...perPod)} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} | ${backAfterMs.toFixed(0)} ms |`;
+    return `| ${mode} | ${fault} | ${admitted} | ${failedOpen} | ${statuses[429] ?? 0} | ${statuses[503] ?? 0} | ${other} | ${Math.max(...perPod)} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} | ${backAfterMs.toFixed(0)} ms |`;
   });
-  return [header, '|---|---|---|---|---|---|---|---|---|---|', ...lines].join('\n');
+  return [header, '|---|---|---|---|---|---|---|---|---|---|---|', ...lines].join('\n');
 }
 
 const rows: Row[] = [];
