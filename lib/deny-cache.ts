@@ -55,6 +55,8 @@ export class DenyCache {
     costs: readonly number[],
     now: number,
   ): RateLimitDecision | undefined {
+    // While nothing is denied (the usual case) no key is hashed.
+    if (this.entries.size === 0) return undefined;
     const denial = this.entries.get(id);
     if (denial === undefined) return undefined;
     if (now >= denial.expiresAt) {

@@ -122,16 +122,24 @@ export class RedisStore implements RateLimitStore {
     const args = scriptArguments(request, mode, variant);
     const script = this.scriptFor(request.policies, variant);
     const keys = keyCount(request.policies);
-    const evaluate = () => this.client.eval(script.lua, keys, ...args).then(toDecision);
     if (!script.loaded) {
       script.loaded = true;
-      return evaluate();
+      return this.evaluate(script, keys, args);
     }
     return this.client.evalsha(script.sha, keys, ...args).then(toDecision, (error) => {
       // A restart, failover or SCRIPT FLUSH empties the script cache; EVAL refills it.
       if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-      return evaluate();
+      return this.evaluate(script, keys, args);
     });
+  }
+
+  /** EVAL: the script's text, which also puts it in the server's script cache. */
+  private evaluate(
+    script: DecideScript,
+    keys: number,
+    args: (string | number)[],
+  ): Promise<StoreDecision> {
+    return this.client.eval(script.lua, keys, ...args).then(toDecision);
   }
 
   /** The script for these policies in this variant, composed the first time. */
