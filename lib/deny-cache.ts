@@ -146,7 +146,8 @@ function samePolicies(a: readonly ResolvedPolicy[], b: readonly ResolvedPolicy[]
       (p.algorithm !== q.algorithm ||
         p.limit !== q.limit ||
         p.windowMs !== q.windowMs ||
-        p.burst !== q.burst)
+        p.burst !== q.burst ||
+        p.blockMs !== q.blockMs)
     ) {
       return false;
     }

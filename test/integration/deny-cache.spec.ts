@@ -53,6 +53,8 @@ describe('two pods with deny caches on one Redis, against a reference without', 
       { name: 'log', algorithm: 'sliding-window-log', limit: 4, window: 800 },
       { name: 'queue', algorithm: 'leaky-bucket', limit: 5, window: 1_000, burst: 2 },
     ],
+    // A block holds a denial past the window's end.
+    [{ name: 'blocked', algorithm: 'fixed-window', limit: 2, window: 300, blockDuration: 1_000 }],
   ];
 
   it.each([1, 2, 3])(

@@ -59,4 +59,41 @@ describe('a flood of distinct clients', () => {
     }
     expect(seen.size).toBe(CLIENTS * ALGORITHMS.length);
   }, 120_000);
+
+  it("gives a block key the block as its expiry, in its policy key's hash tag", async () => {
+    const client = fixture.client!;
+    const BLOCK_MS = 30_000;
+    const blocked = CLIENTS / 10;
+    for (const algorithm of ALGORITHMS) {
+      const policy = {
+        name: 'blocking',
+        algorithm,
+        limit: 2,
+        window: WINDOW_MS,
+        blockDuration: BLOCK_MS,
+      };
+      await Promise.all(
+        Array.from({ length: blocked }, async (_, i) => {
+          // Two admitted, then a denial that starts the block, then one denied by the block.
+          for (let n = 0; n < 4; n++) await fixture.limiter.consume(clientKey(i), policy);
+        }),
+      );
+    }
+    const blockKeys = new Set<string>();
+    const stream = client.scanStream({ match: '*:blocking:*:block', count: 1_000 });
+    for await (const keys of stream as AsyncIterable<string[]>) {
+      for (const key of keys) blockKeys.add(key);
+    }
+    expect(blockKeys.size).toBe(blocked * ALGORITHMS.length);
+    for (const key of blockKeys) {
+      const policyKey = key.slice(0, -':block'.length);
+      const [ttl, policyKeyTtl] = await Promise.all([client.pttl(key), client.pttl(policyKey)]);
+      expect(Buffer.byteLength(key)).toBeLessThan(256);
+      expect(ttl).toBeGreaterThan(0);
+      // Set at the first denial for the block, not for the window (60 s).
+      expect(ttl).toBeLessThanOrEqual(BLOCK_MS);
+      // Beside the policy's own key: same prefix and hash tag, so the same Cluster slot.
+      expect(policyKeyTtl).toBeGreaterThan(0);
+    }
+  }, 120_000);
 });

@@ -113,6 +113,15 @@ describe('DenyCache', () => {
     cache.remember('k', ['k'], [minute], [1], 0, cache.current, decision);
     expect(cache.lookup('k', [looser], [1], 1)).toBeUndefined();
     expect(cache.lookup('k', [alike], [1], 1)).toBeDefined();
+    // A block's denial binds only policies that read the block: one without it decides by
+    // its window alone.
+    const [blocking] = resolvePolicies(
+      [{ name: 'minute', algorithm: 'fixed-window', limit: 10, window: '1m', blockDuration: '5m' }],
+      source,
+    );
+    cache.remember('b', ['b'], [blocking], [1], 0, cache.current, decision);
+    expect(cache.lookup('b', [minute], [1], 1)).toBeUndefined();
+    expect(cache.lookup('b', [blocking], [1], 1)).toBeDefined();
   });
 
   it('holds at most maxEntries, dropping the oldest written', () => {
