@@ -124,6 +124,27 @@ describe('Redis Cluster (3 masters)', () => {
     expect(first).toBe(second);
   });
 
+  it("keeps a policy's block key in its client's slot, in the same script call", async () => {
+    const policies: RateLimitPolicy[] = [
+      { name: 'a', algorithm: 'fixed-window', limit: 2, window: '1m', blockDuration: '1m' },
+      { name: 'b', algorithm: 'token-bucket', limit: 5, window: '1m' },
+    ];
+    const key = 'blocked{client}';
+    const written = await keysWrittenBy(async () => {
+      const decisions = [];
+      for (let i = 0; i < 4; i++) decisions.push(await limiter.consume(key, policies));
+      expect(decisions.map((decision) => decision.allowed)).toEqual([true, true, false, false]);
+      // The 4th is denied by the block the 3rd started, counted down from a minute.
+      expect(decisions[3].results[0].retryAfterMs).toBeGreaterThan(0);
+      expect(decisions[3].results[0].retryAfterMs).toBeLessThanOrEqual(60_000);
+    });
+    expect(written).toHaveLength(3);
+    expect(written.filter((k) => k.endsWith(':block'))).toHaveLength(1);
+    expect(new Set(await Promise.all(written.map(slotOf))).size).toBe(1);
+    await limiter.reset(key, policies);
+    expect((await limiter.consume(key, policies)).allowed).toBe(true);
+  });
+
   it('decides policies keyed by different clients across slots, charging nothing when denied', async () => {
     // The route's two keys must really be in different slots for this to test anything.
     expect(await slotOf('{bob}')).not.toBe(await slotOf('{acme}'));
