@@ -132,7 +132,8 @@ export class RateLimiter implements OnApplicationShutdown {
     costs: readonly number[],
     shadowsApart: boolean,
   ): Promise<RateLimitDecision> {
-    const keys: string[] = [];
+    // Sized up front: a push into an empty array reserves room for 16.
+    const keys = new Array<string>(policies.length);
     let tag = '';
     let impossible = false;
     try {
@@ -143,7 +144,7 @@ export class RateLimiter implements OnApplicationShutdown {
         if (isBeyondCapacity(policies[i], costs[i])) impossible = true;
         // Policies keyed alike (the usual case) share one tag: encode it once.
         if (i === 0 || clientKeys[i] !== clientKeys[i - 1]) tag = clientTag(clientKeys[i]);
-        keys.push(policyKey(this.options.prefix, tag, policies[i].keySuffix));
+        keys[i] = policyKey(this.options.prefix, tag, policies[i].keySuffix);
       }
     } catch (error) {
       return Promise.reject(error);
@@ -174,13 +175,13 @@ export class RateLimiter implements OnApplicationShutdown {
       ttlFloorMs: this.ttlFloorMs,
     };
     return this.gate.decide(request, askedAt, ({ allowed, verdicts, local }) => {
-      const results: PolicyResult[] = [];
+      const results = new Array<PolicyResult>(verdicts.length);
       for (let i = 0; i < verdicts.length; i++) {
         const verdict = verdicts[i];
         const policy = policies[i];
         // Field by field, not spread: one object shape for every result.
         const hopeless = costs[i] > policy.maxCost;
-        results.push({
+        results[i] = {
           policy: policy.name,
           allowed: verdict.allowed && !hopeless,
           limit: policy.limit,
@@ -190,7 +191,7 @@ export class RateLimiter implements OnApplicationShutdown {
           resetMs: verdict.resetMs,
           retryAfterMs: hopeless ? Infinity : verdict.retryAfterMs,
           delayMs: verdict.delayMs,
-        });
+        };
       }
       const decision: RateLimitDecision = { allowed: allowed && !impossible, results };
       // Only the store's own denials are known to hold: not the local fallback's.

@@ -194,8 +194,9 @@ function parseReply(reply: ScriptReply): StoreDecision {
   if (reply === -1) return STALE_DECISION;
   // Five values for one policy; one more (admitted) before each five for several.
   if (reply.length === 5) return { allowed: reply[0] === 1, verdicts: [verdictAt(reply, 0)] };
-  const verdicts: PolicyVerdict[] = [];
-  for (let at = 1; at < reply.length; at += 5) verdicts.push(verdictAt(reply, at));
+  // Sized up front: a push into an empty array reserves room for 16.
+  const verdicts = new Array<PolicyVerdict>((reply.length - 1) / 5);
+  for (let i = 0; i < verdicts.length; i++) verdicts[i] = verdictAt(reply, 1 + 5 * i);
   return { allowed: reply[0] === 1, verdicts };
 }
 
