@@ -1,5 +1,10 @@
 import { Controller, Get } from '@nestjs/common';
-import { RateLimit, RateLimitModule, SkipRateLimit } from '../../lib/index.js';
+import {
+  RateLimit,
+  RateLimitConfigError,
+  RateLimitModule,
+  SkipRateLimit,
+} from '../../lib/index.js';
 import { startApp } from '../support/test-app.js';
 
 @Controller('orders')
@@ -37,6 +42,15 @@ class PrototypeNameController {
   }
 }
 
+@Controller('login')
+class LoginController {
+  @Get()
+  @RateLimit({ limit: 5, window: '1m', blockDuration: '15 minutes' })
+  login() {
+    return 'ok';
+  }
+}
+
 @Controller('typo')
 @RateLimit({ name: 'burst', limit: 10, window: '1m' })
 class SkipTypoController {
@@ -53,6 +67,14 @@ describe('start-up validation', () => {
     await expect(
       startApp('express', [RateLimitModule.forRoot({})], [OrdersController]),
     ).rejects.toThrow(/on OrdersController\.list: window must be/);
+  });
+
+  it('names the handler of an unparseable blockDuration, as a RateLimitConfigError', async () => {
+    const starting = startApp('express', [RateLimitModule.forRoot({})], [LoginController]);
+    await expect(starting).rejects.toThrow(RateLimitConfigError);
+    await expect(starting).rejects.toThrow(
+      /"default" on LoginController\.login: blockDuration must be a positive number of ms or a duration/,
+    );
   });
 
   it('rejects duplicate policy names on a controller', async () => {
