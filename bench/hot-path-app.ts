@@ -2,8 +2,11 @@
  * The app measured by hot-path.ts, on the adapter HOT_PATH_ADAPTER names (express or
  * fastify), guarded as HOT_PATH_VARIANT says:
  * - `none`: no limiter at all (the baseline);
- * - `bare`: a minimal global guard sending one tiny script (INCR + PEXPIRE) per request
- *   through an auto-pipelined ioredis: the floor any Redis-backed guard pays;
+ * - `bare`: a hand-written global guard doing the library's job the shortest way: one call
+ *   per request of the minimal script of the library's algorithm (bench/minimal-scripts.ts:
+ *   same clock, state, expiry and reply fields) on a key of the same shape, through an
+ *   ioredis client with the library's options, the same RateLimit headers, and a 429 with
+ *   Retry-After and the same body: the floor any Redis-backed guard of these semantics pays;
  * - `redis`: RateLimitModule on the Redis at REDIS_URL;
  * - `memory`: RateLimitModule on the embedded store;
  * - `metrics`: as `redis`, with the `metrics` option on, read by OpenTelemetry's Prometheus
@@ -29,6 +32,7 @@ import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Redis } from 'ioredis';
 import { RateLimit, RateLimitModule } from '../lib/index.js';
+import { MINIMAL_SCRIPTS } from './minimal-scripts.js';
 
 type Variant = 'none' | 'bare' | 'redis' | 'memory' | 'metrics';
 const variant = (process.env.HOT_PATH_VARIANT ?? 'none') as Variant;
@@ -36,17 +40,20 @@ const adapter = process.env.HOT_PATH_ADAPTER === 'fastify' ? 'fastify' : 'expres
 
 const HOT_LIMIT = 1;
 const ROOMY_LIMIT = 1_000_000_000;
+/** The library's default algorithm, on both routes, for every variant that limits. */
+const ALGORITHM = 'sliding-window-counter';
+const WINDOW_MS = 3_600_000;
 
 @Controller()
 class PingController {
   @Get('ping')
-  @RateLimit({ limit: ROOMY_LIMIT, window: '1h' })
+  @RateLimit({ limit: ROOMY_LIMIT, window: '1h', algorithm: ALGORITHM })
   ping() {
     return { pong: true };
   }
 
   @Get('hot')
-  @RateLimit({ limit: HOT_LIMIT, window: '1h' })
+  @RateLimit({ limit: HOT_LIMIT, window: '1h', algorithm: ALGORITHM })
   hot() {
     return { pong: true };
   }
@@ -57,23 +64,45 @@ const clientOf = (context: ExecutionContext): string =>
     context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-client'],
   );
 
-const BARE_SCRIPT = `local n = redis.call('INCR', KEYS[1]) redis.call('PEXPIRE', KEYS[1], 3600000) return n`;
-
 @Injectable()
 class BareScriptGuard implements CanActivate {
-  private readonly redis = new Redis(process.env.REDIS_URL!, { enableAutoPipelining: true });
+  private readonly redis = new Redis(process.env.REDIS_URL!, {
+    enableAutoPipelining: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+  });
   constructor() {
-    this.redis.defineCommand('bareLimit', { lua: BARE_SCRIPT, numberOfKeys: 1 });
+    this.redis.defineCommand('bareLimit', { lua: MINIMAL_SCRIPTS[ALGORITHM], numberOfKeys: 1 });
   }
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const hot = context.getHandler() === PingController.prototype.hot;
-    const count = await (
-      this.redis as unknown as { bareLimit(key: string): Promise<number> }
-    ).bareLimit(`bare:{${clientOf(context)}}:${hot ? 'hot' : 'ping'}`);
-    if (count > (hot ? HOT_LIMIT : ROOMY_LIMIT)) {
-      throw new HttpException('Too Many Requests', HttpStatus.TOO_MANY_REQUESTS);
-    }
-    return true;
+    const limit = hot ? HOT_LIMIT : ROOMY_LIMIT;
+    const route = hot ? 'PingController.hot' : 'PingController.ping';
+    const [allowed, remaining, resetMs, retryMs] = await (
+      this.redis as unknown as {
+        bareLimit(...args: (string | number)[]): Promise<(number | string)[]>;
+      }
+    ).bareLimit(`rl:{${clientOf(context)}}:default:swc2:${route}`, limit, WINDOW_MS, limit, 1);
+    const response = context.switchToHttp().getResponse<{
+      header?(name: string, value: string): void;
+      setHeader?(name: string, value: string): void;
+    }>();
+    const setHeader = (name: string, value: string) =>
+      response.header ? response.header(name, value) : response.setHeader!(name, value);
+    setHeader('RateLimit-Policy', `"default";q=${limit};w=${WINDOW_MS / 1000}`);
+    setHeader('RateLimit', `"default";r=${remaining};t=${Math.ceil(Number(resetMs) / 1000)}`);
+    if (allowed === 1) return true;
+    const retryAfter = Math.max(1, Math.ceil(Number(retryMs) / 1000));
+    setHeader('Retry-After', String(retryAfter));
+    throw new HttpException(
+      {
+        statusCode: 429,
+        error: 'Too Many Requests',
+        message: `Rate limit exceeded ("default"); retry in ${retryAfter} s.`,
+        retryAfter,
+      },
+      HttpStatus.TOO_MANY_REQUESTS,
+    );
   }
 }
 
