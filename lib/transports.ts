@@ -36,8 +36,10 @@ const graphqlContext = (context: ArgumentsHost) =>
  */
 export function requestOf(context: ArgumentsHost): unknown {
   switch (context.getType<string>()) {
+    // HTTP arguments are (request, response, next). Read directly: switchToHttp() assigns three
+    // new closures to the context on every call, and this runs on every request.
     case 'http':
-      return context.switchToHttp().getRequest();
+      return context.getArgByIndex(0);
     case 'graphql': {
       const { req, reply } = graphqlContext(context);
       return req ?? reply?.request;
@@ -59,7 +61,7 @@ export function requestOf(context: ArgumentsHost): unknown {
 export function responseOf(context: ArgumentsHost): unknown {
   switch (context.getType<string>()) {
     case 'http':
-      return context.switchToHttp().getResponse();
+      return context.getArgByIndex(1);
     case 'graphql': {
       const graphql = graphqlContext(context) as GraphQLContext & { res?: unknown };
       return graphql.res ?? graphql.reply ?? graphql.req?.res;

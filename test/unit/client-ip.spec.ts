@@ -5,8 +5,9 @@ import { clientIp } from '../../lib/client-key.js';
 const contextOf = (type: string, request: unknown, graphql?: unknown) =>
   ({
     getType: () => type,
-    getArgByIndex: () => graphql,
-    switchToHttp: () => ({ getRequest: () => request }),
+    // As Nest's contexts: HTTP's arguments are (request, response, next), a resolver's third the GraphQL context.
+    getArgByIndex: (index: number) =>
+      (type === 'http' ? [request] : [undefined, undefined, graphql])[index],
     switchToWs: () => ({ getClient: () => request }),
     switchToRpc: () => ({ getContext: () => request }),
   }) as unknown as ExecutionContext;
