@@ -1,5 +1,6 @@
 import type { ExecutionContext, Logger } from '@nestjs/common';
 import {
+  limitedBody,
   type RateLimitCustomBody,
   RateLimitExceededException,
   RateLimitUnavailableException,
@@ -50,18 +51,24 @@ export class DenialResponses {
     message: string,
     retryAfter: number,
   ): RateLimitExceededException {
-    const option = this.options.limitedResponse;
+    const body = this.customBody(context, decision, message, retryAfter);
     // A denial is an answer, not a bug: no stack is captured for it.
-    if (option === undefined) {
-      return withoutStack(() => new RateLimitExceededException(message, retryAfter));
-    }
-    if (typeof option === 'string') {
-      return withoutStack(() => new RateLimitExceededException(option, retryAfter));
-    }
-    const body = this.bodyOf('limitedResponse', () =>
-      option(context, { status: 429, retryAfter, message, decision }),
+    return withoutStack(
+      () => new RateLimitExceededException(this.limitedMessage(message), retryAfter, body),
     );
-    return withoutStack(() => new RateLimitExceededException(message, retryAfter, body));
+  }
+
+  /** The body of the exception limited() returns, without the exception. */
+  limitedBody(
+    context: ExecutionContext,
+    decision: RateLimitDecision,
+    message: string,
+    retryAfter: number,
+  ): RateLimitCustomBody {
+    return (
+      this.customBody(context, decision, message, retryAfter) ??
+      limitedBody(this.limitedMessage(message), retryAfter)
+    );
   }
 
   unavailable(
@@ -78,6 +85,26 @@ export class DenialResponses {
       option(context, { status: 503, retryAfter, message, error }),
     );
     return new RateLimitUnavailableException(message, retryAfter, error, body);
+  }
+
+  /** A limitedResponse string replaces the message. */
+  private limitedMessage(message: string): string {
+    const option = this.options.limitedResponse;
+    return typeof option === 'string' ? option : message;
+  }
+
+  /** What a limitedResponse function makes of the 429, if there is one and it does not throw. */
+  private customBody(
+    context: ExecutionContext,
+    decision: RateLimitDecision,
+    message: string,
+    retryAfter: number,
+  ): RateLimitCustomBody | undefined {
+    const option = this.options.limitedResponse;
+    if (typeof option !== 'function') return undefined;
+    return this.bodyOf('limitedResponse', () =>
+      option(context, { status: 429, retryAfter, message, decision }),
+    );
   }
 
   private bodyOf(

@@ -35,6 +35,17 @@ export abstract class RateLimitHttpException extends HttpException {
   }
 }
 
+const TOO_MANY_REQUESTS = 'Too Many Requests';
+
+/** The body RateLimitExceededException sends unless given one: the guard's 429 without the exception. */
+export const limitedBody = (message: string, retryAfter: number) =>
+  ({
+    statusCode: HttpStatus.TOO_MANY_REQUESTS,
+    error: TOO_MANY_REQUESTS,
+    message,
+    retryAfter,
+  }) satisfies RateLimitErrorBody;
+
 /** 429: a policy denied the request. */
 export class RateLimitExceededException extends RateLimitHttpException {
   constructor(
@@ -42,7 +53,9 @@ export class RateLimitExceededException extends RateLimitHttpException {
     retryAfter = 1,
     body?: RateLimitCustomBody,
   ) {
-    super(HttpStatus.TOO_MANY_REQUESTS, 'Too Many Requests', message, retryAfter, { body });
+    super(HttpStatus.TOO_MANY_REQUESTS, TOO_MANY_REQUESTS, message, retryAfter, {
+      body: body ?? limitedBody(message, retryAfter),
+    });
   }
 }
 

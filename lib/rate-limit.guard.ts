@@ -2,6 +2,7 @@ import {
   type CanActivate,
   type ExecutionContext,
   HttpException,
+  HttpStatus,
   Inject,
   Injectable,
   Logger,
@@ -15,7 +16,12 @@ import {
   RATE_LIMIT_GUARD_METADATA,
   RATE_LIMIT_OPTIONS,
 } from './rate-limit.constants.js';
-import { RateLimitUnavailableException, retryAfterSeconds } from './rate-limit.exceptions.js';
+import {
+  RateLimitExceededException,
+  RateLimitUnavailableException,
+  retryAfterSeconds,
+} from './rate-limit.exceptions.js';
+import { onRenderedByModule } from './rate-limit.filter.js';
 import type { RateLimitDecision } from './rate-limit-decision.interface.js';
 import { writeRateLimitHeaders } from './rate-limit-headers.js';
 import { RateLimiter } from './rate-limiter.service.js';
@@ -43,6 +49,13 @@ export class RateLimitGuard implements CanActivate {
   /** Set by RateLimitModule on its global instance, which yields to a guard applied by @UseGuards. */
   [GLOBAL_GUARD] = false;
   private readonly responses: DenialResponses;
+  /**
+   * Routes whose 429s this guard renders itself: the module's own RateLimitExceptionFilter
+   * rendered one it threw there, so no filter of the app's comes before it.
+   */
+  private readonly answersOwnDenials = new WeakSet<RoutePlan>();
+  /** False in a subclass that overrides deny or getResponse: its 429s are always thrown. */
+  private readonly mayAnswerDenials: boolean;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) protected readonly options: ResolvedRateLimitOptions,
@@ -56,6 +69,9 @@ export class RateLimitGuard implements CanActivate {
       options.onDecision || options.metrics
         ? new DecisionReporter(options, this.logger)
         : undefined;
+    this.mayAnswerDenials =
+      this.deny === RateLimitGuard.prototype.deny &&
+      this.getResponse === RateLimitGuard.prototype.getResponse;
   }
 
   // Not async: on HTTP the decision's own promise is all Nest awaits.
@@ -95,7 +111,7 @@ export class RateLimitGuard implements CanActivate {
     this.reporter?.report(context, plan, clientKeys, decision);
     this.setHeaders(context, decision, plan);
     if (!decision.allowed) {
-      if (!this.options.dryRun) this.deny(context, decision);
+      if (!this.options.dryRun) return this.refuse(context, decision, plan);
       this.dryRunLog.warn(
         `dry run: would have denied ${clientKeys[0]} on ${controller.name}.${handler.name}`,
       );
@@ -105,6 +121,44 @@ export class RateLimitGuard implements CanActivate {
     for (const result of decision.results) delayMs = Math.max(delayMs, result.delayMs);
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
     return true;
+  }
+
+  /**
+   * Answers a denial: with deny()'s exception, or on HTTP routes whose 429s the module's own
+   * filter is known to render, with the same response rendered here. Thrown, a 429 travels
+   * back through five of Nest's async frames, each rethrowing it (V8 builds a message for
+   * every throw), to the exceptions handler, which picks the filter: on Fastify that was most
+   * of what a hot-key 429 cost beyond the no-limiter app's 200. Rendered here, the request ends
+   * with the response, and the promise Nest awaits for it never settles (nothing refers to it
+   * then, so it is collected); instrumentation that wraps Nest's route handlers sees such a
+   * request begin but not end.
+   */
+  private refuse(
+    context: ExecutionContext,
+    decision: RateLimitDecision,
+    plan: RoutePlan,
+  ): Promise<never> {
+    const http = context.getType<string>() === 'http';
+    if (http && this.answersOwnDenials.has(plan)) {
+      const { retryAfter, message } = this.denial(decision);
+      const response = this.getResponse(context);
+      const { httpAdapter } = this.adapterHost;
+      httpAdapter.setHeader(response, 'Retry-After', String(retryAfter));
+      httpAdapter.reply(
+        response,
+        this.responses.limitedBody(context, decision, message, retryAfter),
+        HttpStatus.TOO_MANY_REQUESTS,
+      );
+      return new Promise<never>(() => undefined);
+    }
+    try {
+      this.deny(context, decision);
+    } catch (error) {
+      if (http && this.mayAnswerDenials && error instanceof RateLimitExceededException) {
+        onRenderedByModule(error, () => this.answersOwnDenials.add(plan));
+      }
+      throw error;
+    }
   }
 
   /** Who is limited, per policy; override to key by user, API key or tenant. */
@@ -151,6 +205,13 @@ export class RateLimitGuard implements CanActivate {
    * cost can pass, and the message says so.
    */
   protected deny(context: ExecutionContext, decision: RateLimitDecision): never {
+    const { retryAfter, message } = this.denial(decision);
+    this.setRetryAfter(context, retryAfter);
+    throw this.responses.limited(context, decision, message, retryAfter);
+  }
+
+  /** Retry-After and the message of a 429 (see deny). */
+  private denial(decision: RateLimitDecision): { retryAfter: number; message: string } {
     let retryAfterMs = 0;
     const denied: string[] = [];
     const hopeless: string[] = [];
@@ -168,15 +229,11 @@ export class RateLimitGuard implements CanActivate {
       );
     }
     const retryAfter = retryAfterSeconds(retryAfterMs);
-    this.setRetryAfter(context, retryAfter);
-    throw this.responses.limited(
-      context,
-      decision,
+    const message =
       hopeless.length > 0
         ? `Rate limit exceeded: this request costs more than ${hopeless.join(', ')} can ever admit (${capacities.join(', ')}); retrying cannot help.`
-        : `Rate limit exceeded (${denied.join(', ')}); retry in ${retryAfter} s.`,
-      retryAfter,
-    );
+        : `Rate limit exceeded (${denied.join(', ')}); retry in ${retryAfter} s.`;
+    return { retryAfter, message };
   }
 
   /**

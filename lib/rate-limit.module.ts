@@ -1,5 +1,5 @@
 import { Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, DiscoveryModule } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
 import { globalMeterProvider } from './metrics.js';
 import { otherCopiesLoaded } from './package-copies.js';
 import {
@@ -8,7 +8,7 @@ import {
   RATE_LIMIT_REDIS,
   RATE_LIMIT_STORE,
 } from './rate-limit.constants.js';
-import { RateLimitExceptionFilter } from './rate-limit.filter.js';
+import { moduleExceptionFilter } from './rate-limit.filter.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
 import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } from './rate-limit.module-definition.js';
 import type { RateLimitModuleOptions } from './rate-limit-options.interface.js';
@@ -85,7 +85,7 @@ const NO_GUARD = { canActivate: () => true };
       },
       inject: [RATE_LIMIT_OPTIONS, RateLimitGuard],
     },
-    { provide: APP_FILTER, useClass: RateLimitExceptionFilter },
+    { provide: APP_FILTER, useFactory: moduleExceptionFilter, inject: [HttpAdapterHost] },
   ],
   // RateLimiter and RoutePlanner: what @UseGuards(RateLimitGuard) or a subclass needs anywhere.
   exports: [

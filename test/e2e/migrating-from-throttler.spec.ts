@@ -517,6 +517,12 @@ describe('migrating from @nestjs/throttler: the guide, checked', () => {
           statusCode: 429,
           message: 'Slow down, please.',
         });
+        // Every later one too: the guard renders no 429 itself for a subclass's own deny.
+        for (let i = 0; i < 2; i++) {
+          expect(await (await get(running, '/users')).json()).toMatchObject({
+            message: 'Slow down, please.',
+          });
+        }
       }));
   });
 
