@@ -45,6 +45,11 @@ export class DenyCache {
     return this.generation;
   }
 
+  /** Holds no denial (the usual case): nothing to look up. */
+  get empty(): boolean {
+    return this.entries.size === 0;
+  }
+
   /**
    * The denial that covers this request at `now`, counted down to `now`, if any: some
    * policy that denied before still denies, at a cost no larger than this request's.
@@ -55,8 +60,6 @@ export class DenyCache {
     costs: readonly number[],
     now: number,
   ): RateLimitDecision | undefined {
-    // While nothing is denied (the usual case) no key is hashed.
-    if (this.entries.size === 0) return undefined;
     const denial = this.entries.get(id);
     if (denial === undefined) return undefined;
     if (now >= denial.expiresAt) {

@@ -154,13 +154,14 @@ export class RateLimiter implements OnApplicationShutdown {
     // Known denials are answered here. A cost beyond capacity skips the cache both ways:
     // its answer must say so, and no time lifts it.
     const denials = impossible ? undefined : this.denials;
-    let id = '';
     let sentAt = 0;
     let generation = 0;
     if (denials) {
-      id = keys.length === 1 ? keys[0] : keys.join('\n');
       sentAt = now ?? askedAt;
-      const known = denials.lookup(id, policies, costs, sentAt);
+      // While nothing is denied (the usual case) no id is made, nor hashed.
+      const known = denials.empty
+        ? undefined
+        : denials.lookup(denialId(keys), policies, costs, sentAt);
       if (known) return Promise.resolve(known);
       generation = denials.current;
     }
@@ -196,7 +197,7 @@ export class RateLimiter implements OnApplicationShutdown {
       const decision: RateLimitDecision = { allowed: allowed && !impossible, results };
       // Only the store's own denials are known to hold: not the local fallback's.
       if (denials && !decision.allowed && !local) {
-        denials.remember(id, keys, policies, costs, sentAt, generation, decision);
+        denials.remember(denialId(keys), keys, policies, costs, sentAt, generation, decision);
       }
       return decision;
     });
@@ -302,6 +303,9 @@ export class RateLimiter implements OnApplicationShutdown {
     return this.gate.close();
   }
 }
+
+/** What the deny cache knows a request by: its keys. */
+const denialId = (keys: readonly string[]) => (keys.length === 1 ? keys[0] : keys.join('\n'));
 
 /**
  * A malformed cost is the caller's mistake (400); one the policy can never admit is a

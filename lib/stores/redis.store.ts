@@ -53,6 +53,15 @@ export class RedisStore implements RateLimitStore {
     consume: new Map(),
     general: new Map(),
   };
+  /**
+   * The last call's policies and script: a busy route decides on the same policies call
+   * after call, and then no script id is made.
+   */
+  private readonly last: {
+    policies: readonly ResolvedPolicy[];
+    variant: ScriptVariant;
+    script: DecideScript | undefined;
+  } = { policies: [], variant: 'consume', script: undefined };
   private readonly isCluster: boolean;
 
   /** @param owned the store closes the client only if it created it */
@@ -144,6 +153,19 @@ export class RedisStore implements RateLimitStore {
 
   /** The script for these policies in this variant, composed the first time. */
   private scriptFor(policies: readonly ResolvedPolicy[], variant: ScriptVariant): DecideScript {
+    const { last } = this;
+    let same = last.script !== undefined && last.variant === variant;
+    same &&= last.policies.length === policies.length;
+    for (let i = 0; same && i < policies.length; i++) same = last.policies[i] === policies[i];
+    if (same) return last.script!;
+    last.script = this.scriptById(policies, variant);
+    // A copy: the caller's array may change after the call.
+    last.policies = [...policies];
+    last.variant = variant;
+    return last.script;
+  }
+
+  private scriptById(policies: readonly ResolvedPolicy[], variant: ScriptVariant): DecideScript {
     const id = scriptIdOf(policies);
     let script = this.scripts[variant].get(id);
     if (!script) {
