@@ -168,6 +168,8 @@ describe('resolveOptions boundaries', () => {
     { denyCache: true },
     { denyCache: {} },
     { denyCache: { maxEntries: 1 } },
+    // Module policies apply through the guard, which calls a limit function per request.
+    { policies: [{ limit: () => 1, window: 1 }] },
   ])('accepts %p', (options) => {
     expect(message(options)).toBe('accepted');
   });
