@@ -137,12 +137,16 @@ describe('withDeadline on a fake clock', () => {
     expect(seen.error?.name).toBe('DeadlineExceededError');
   });
 
-  it('counts silence from the last answer heard', async () => {
+  it('counts silence from the last answer heard, whatever later requests wait for', async () => {
     const meter = new SilenceMeter();
     const from = performance.now();
     const seen = settlement(
       meter.withDeadline(silent(), { patience: 40, timeout: 40, maxWait: 1_000 }),
     );
+    // Its check is due long after the first's: the shared timer must follow the earliest.
+    void meter
+      .withDeadline(silent(), { patience: 900, timeout: 900, maxWait: 1_000 })
+      .catch(() => undefined);
     await until(30, from);
     meter.heard(performance.now());
     await until(70, from);
