@@ -17,15 +17,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { Redis } from 'ioredis';
-import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { type Algorithm, ALGORITHMS } from '../lib/index.js';
 import { resolvePolicies } from '../lib/resolved-policy.js';
 import { composeDecideScript, keyCount, scriptArguments } from '../lib/stores/lua-script.js';
 import { REDIS_CLI_BIN, REDIS_SERVER_BIN } from '../test/support/redis-server.js';
 import { freePort } from '../test/support/free-port.js';
 import { MINIMAL_SCRIPTS } from './minimal-scripts.js';
+import { peerFixedWindows } from './peer-fixed-windows.js';
 
 const REQUESTS = Number(process.env.DECIDE_REQUESTS ?? 1_000);
 const ROWS: Algorithm[][] = [
@@ -126,20 +125,17 @@ try {
       'minimal script(s)': minimalCall,
     };
     if (label === 'fixed-window') {
-      // The peers' fixed windows, through their own code: what they send is what counts.
-      const flexible = new RateLimiterRedis({
-        storeClient: client,
-        points: LIMIT,
-        duration: WINDOW_MS / 1000,
-        keyPrefix: 'rlf',
-      });
-      variants['rate-limiter-flexible'] = (i) => flexible.consume(`client-${i}`);
-      const throttler = new ThrottlerStorageRedisService(`redis://127.0.0.1:${port}`, {
-        enableAutoPipelining: true,
-      });
-      closers.push(() => throttler.onModuleDestroy());
-      variants['@nest-lab/throttler-storage-redis'] = (i) =>
-        throttler.increment(`client-${i}`, WINDOW_MS, LIMIT, WINDOW_MS, 'default');
+      const peers = peerFixedWindows(
+        client,
+        `redis://127.0.0.1:${port}`,
+        { enableAutoPipelining: true },
+        LIMIT,
+        WINDOW_MS,
+      );
+      closers.push(peers.close);
+      for (const [name, call] of Object.entries(peers.variants)) {
+        variants[name] = (i) => call(`client-${i}`);
+      }
     }
     const figures: Record<string, [number, number]> = {};
     for (const [variant, call] of Object.entries(variants)) {

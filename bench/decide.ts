@@ -12,9 +12,7 @@
  *
  *   npm run bench:decide   (DECIDE_REQUESTS, DECIDE_ROUNDS, DECIDE_IN_FLIGHT, DECIDE_KEYS)
  */
-import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { Redis } from 'ioredis';
-import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { type Algorithm, ALGORITHMS, type RateLimitPolicy } from '../lib/index.js';
 import { RateLimiter } from '../lib/rate-limiter.service.js';
 import { resolveOptions } from '../lib/resolved-options.js';
@@ -23,6 +21,7 @@ import { composeDecideScript, scriptArguments } from '../lib/stores/lua-script.j
 import { RedisStore } from '../lib/stores/redis.store.js';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { MINIMAL_SCRIPTS } from './minimal-scripts.js';
+import { peerFixedWindows } from './peer-fixed-windows.js';
 
 const REQUESTS = Number(process.env.DECIDE_REQUESTS ?? 100_000);
 const ROUNDS = Number(process.env.DECIDE_ROUNDS ?? 3);
@@ -168,17 +167,11 @@ function variantsFor(label: string, policies: RateLimitPolicy[]): Record<string,
   variants[MINIMAL] =
     minimal.length === 1 ? minimal[0] : (i) => Promise.all(minimal.map((call) => call(i)));
   if (label === 'fixed-window') {
-    const flexible = new RateLimiterRedis({
-      storeClient: client,
-      points: LIMIT,
-      duration: WINDOW_MS / 1000,
-      keyPrefix: 'rlf',
-    });
-    variants['rate-limiter-flexible'] = (i) => flexible.consume(clientKey(i));
-    const throttler = new ThrottlerStorageRedisService(redis.url, clientOptions);
-    closers.push(() => throttler.onModuleDestroy());
-    variants['@nest-lab/throttler-storage-redis'] = (i) =>
-      throttler.increment(clientKey(i), WINDOW_MS, LIMIT, WINDOW_MS, 'default');
+    const peers = peerFixedWindows(client, redis.url, clientOptions, LIMIT, WINDOW_MS);
+    closers.push(peers.close);
+    for (const [name, call] of Object.entries(peers.variants)) {
+      variants[name] = (i) => call(clientKey(i));
+    }
   }
   return variants;
 }
