@@ -2,7 +2,7 @@
 -- as prelude.lua without the arguments this case does not need, so Redis converts fewer.
 -- ARGV     wanted until (epoch ms in Redis time; '' for no limit), then per policy: limit,
 --          window (ms), burst (buckets only), cost, block (ms; only with a block duration)
-local consume, ttl_floor = true, 0
+local consume, starts_blocks, ttl_floor = true, true, 0
 local time = redis.call('TIME')
 local now = time[1] * 1000 + math.floor(time[2] / 1000)
 local wanted_until = tonumber(ARGV[1])

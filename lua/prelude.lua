@@ -5,9 +5,10 @@
 -- entry (decide-one.lua for a single policy, decide.lua for several).
 -- KEYS[i]  the key of policy i (all under one hash tag, so one Cluster slot)
 -- KEYS     then the block key of each policy with a block duration (see block.lua)
--- ARGV     mode ('consume' | 'peek'), now (epoch ms; '' reads Redis TIME), ttl floor (ms),
---          wanted until (epoch ms in Redis time; '' for no limit), then per policy: limit,
---          window (ms), burst (buckets only), cost, block (ms; only with a block duration)
+-- ARGV     mode ('consume' | 'peek' | 'check'), now (epoch ms; '' reads Redis TIME), ttl
+--          floor (ms), wanted until (epoch ms in Redis time; '' for no limit), then per
+--          policy: limit, window (ms), burst (buckets only), cost, block (ms; only with a
+--          block duration)
 -- Each algorithm is one function
 --   step(key, now, limit, window, burst, cost, charge[, a, b])
 --     -> allowed, remaining, reset, retry, delay[, a, b]
@@ -20,6 +21,9 @@
 -- admitted (1 | 0) then those five per policy; or -1 when the caller's wait ended before the
 -- script ran: nothing read, nothing charged.
 local consume = ARGV[1] == 'consume'
+-- 'check', the first phase of a Cluster decision across slots: denies as a consume does,
+-- starting blocks (block.lua), but charges nothing.
+local starts_blocks = consume or ARGV[1] == 'check'
 local now = tonumber(ARGV[2])
 local ttl_floor = tonumber(ARGV[3])
 local wanted_until = tonumber(ARGV[4])

@@ -10,6 +10,13 @@ import type { DecideRequest, DecisionMode } from './rate-limit-store.interface.j
  */
 export type ScriptVariant = 'consume' | 'general';
 
+/**
+ * What a script is asked: a request's mode, or 'check', the first phase of a Cluster
+ * decision across slots, which denies and starts blocks as a consume would but charges
+ * nothing (lua/prelude.lua).
+ */
+export type ScriptMode = DecisionMode | 'check';
+
 /** ARGV values before the policies' (see the preludes). */
 const LEADING_ARGS: Record<ScriptVariant, number> = { consume: 1, general: 4 };
 const PRELUDES: Record<ScriptVariant, string> = { consume: 'prelude-consume', general: 'prelude' };
@@ -76,7 +83,7 @@ export function composeDecideScript(
 }
 
 /** The variant that decides `request` in `mode` (the request's own, or the Cluster path's). */
-export const variantFor = (request: DecideRequest, mode: DecisionMode): ScriptVariant =>
+export const variantFor = (request: DecideRequest, mode: ScriptMode): ScriptVariant =>
   mode === 'consume' && request.now === undefined && request.ttlFloorMs === 0
     ? 'consume'
     : 'general';
@@ -89,7 +96,7 @@ export const variantFor = (request: DecideRequest, mode: DecisionMode): ScriptVa
  */
 export function scriptArguments(
   request: DecideRequest,
-  mode: DecisionMode,
+  mode: ScriptMode,
   variant: ScriptVariant,
 ): (string | number)[] {
   const { keys, policies, costs } = request;

@@ -7,12 +7,12 @@ import {
   keyCount,
   scriptArguments,
   scriptIdOf,
+  type ScriptMode,
   type ScriptVariant,
   variantFor,
 } from './lua-script.js';
 import type {
   DecideRequest,
-  DecisionMode,
   PolicyVerdict,
   RateLimitStore,
   StoreDecision,
@@ -126,7 +126,7 @@ export class RedisStore implements RateLimitStore {
   }
 
   /** One atomic EVALSHA deciding every policy of `request` (all its keys in one slot). */
-  private runScript(request: DecideRequest, mode: DecisionMode): Promise<StoreDecision> {
+  private runScript(request: DecideRequest, mode: ScriptMode): Promise<StoreDecision> {
     const variant = variantFor(request, mode);
     const args = scriptArguments(request, mode, variant);
     const script = this.scriptFor(request.policies, variant);
@@ -182,7 +182,8 @@ export class RedisStore implements RateLimitStore {
 
   /**
    * Cluster, keys under several tags: one script per tag, in two phases. First every tag's
-   * policies are checked without charging (peek); if any denies, the request is denied and
+   * policies are checked without charging ('check': a policy that denies there starts its
+   * block, in the call that found the denial); if any denies, the request is denied and
    * nothing is charged, as in the single script. Otherwise every tag's policies are
    * consumed, each tag atomically. No policy can ever admit past its limit, since each
    * charge is atomic in its slot; but a request that another request overtakes between
@@ -190,9 +191,9 @@ export class RedisStore implements RateLimitStore {
    */
   private async decideAcrossSlots(request: DecideRequest): Promise<StoreDecision> {
     const groups = indicesByHashTag(request.keys);
-    const inEachSlot = (mode: DecisionMode) =>
+    const inEachSlot = (mode: ScriptMode) =>
       Promise.all(groups.map((indices) => this.runScript(subRequest(request, indices), mode)));
-    const checks = await inEachSlot('peek');
+    const checks = await inEachSlot(request.mode === 'peek' ? 'peek' : 'check');
     if (request.mode === 'peek' || !checks.every((check) => check.allowed)) {
       return mergeDecisions(groups, checks);
     }

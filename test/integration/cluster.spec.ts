@@ -49,6 +49,28 @@ class ClusterController {
   tenant() {
     return 'ok';
   }
+
+  /** As /tenant, with a block of an hour on the client's budget of 2 a minute. */
+  @Get('tenant-blocking')
+  @RateLimit(
+    {
+      name: 'per-client',
+      algorithm: 'sliding-window-log',
+      limit: 2,
+      window: '1m',
+      blockDuration: '1h',
+    },
+    {
+      name: 'per-tenant',
+      algorithm: 'fixed-window',
+      limit: 3,
+      window: WINDOW,
+      keyBy: byTenantHeader,
+    },
+  )
+  tenantBlocking() {
+    return 'ok';
+  }
 }
 
 describe('Redis Cluster (3 masters)', () => {
@@ -159,6 +181,34 @@ describe('Redis Cluster (3 masters)', () => {
     const carol: number[] = [];
     for (let i = 0; i < 3; i++) carol.push((await getAs('/tenant', 'carol', 'acme')).status);
     expect(carol).toEqual([200, 200, 429]);
+  });
+
+  it('starts a block at the first denial of a route across slots, in the check phase', async () => {
+    expect(await slotOf('{hal}')).not.toBe(await slotOf('{umbrella}'));
+    const deny = async (clientKey: string) => {
+      const written = await keysWrittenBy(async () => {
+        expect((await getAs('/tenant-blocking', clientKey, 'umbrella')).status).toBe(429);
+      });
+      return written.filter((key) => key.endsWith(':block'));
+    };
+    for (let i = 0; i < 2; i++)
+      expect((await getAs('/tenant-blocking', 'hal', 'umbrella')).status).toBe(200);
+    // hal's 3rd is denied by his own budget, found by the check (the tenant has 1 left): the
+    // block starts there, in hal's slot, and is counted down from an hour, not from the
+    // window's minute.
+    const blocks = await deny('hal');
+    expect(blocks).toHaveLength(1);
+    const [block] = blocks;
+    expect(await slotOf(block)).toBe(await slotOf('{hal}'));
+    expect(await client.pttl(block)).toBeGreaterThan(3_590_000);
+    const blocked = await getAs('/tenant-blocking', 'hal', 'umbrella');
+    expect(blocked.status).toBe(429);
+    expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(3_590);
+    expect(blocked.headers.get('ratelimit')).toMatch(/^"per-client";r=0;t=(3600|359\d),/);
+    // The denials charged the tenant nothing: ivy takes its last unit. Her next request is
+    // denied by the tenant's budget, which has no block, and hers allowed: no block starts.
+    expect((await getAs('/tenant-blocking', 'ivy', 'umbrella')).status).toBe(200);
+    expect(await deny('ivy')).toEqual([]);
   });
 
   it('never admits past any policy when concurrent requests span several slots', async () => {
