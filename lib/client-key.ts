@@ -32,6 +32,9 @@ export function policyKey(prefix: string, tag: string, keySuffix: string): strin
   return `${prefix}:{${tag}}${keySuffix}`;
 }
 
+/** A policy's block key (lua/block.lua, both stores): its key and this, in the same hash tag. */
+export const BLOCK_KEY_SUFFIX = ':block';
+
 /**
  * IPv4-mapped IPv6 becomes IPv4; other IPv6 addresses are keyed by their /64, since one
  * client usually holds a whole /64 and could otherwise rotate through addresses freely.

@@ -1,3 +1,4 @@
+import { BLOCK_KEY_SUFFIX } from '../client-key.js';
 import type { Algorithm } from '../rate-limit-policy.interface.js';
 import type { ResolvedPolicy } from '../resolved-policy.js';
 import { LUA_SOURCES } from './lua-sources.generated.js';
@@ -23,9 +24,6 @@ const PRELUDES: Record<ScriptVariant, string> = { consume: 'prelude-consume', ge
 
 /** Only the buckets have a burst apart from the limit; the windows are sent none. */
 const takesBurst = (algorithm: Algorithm) => algorithm.endsWith('-bucket');
-
-/** A policy's block key (lua/block.lua): its own key and this, under the same hash tag. */
-export const BLOCK_KEY_SUFFIX = ':block';
 
 /** The Lua function that lua/<algorithm>.lua defines. */
 const stepName = (algorithm: Algorithm) => algorithm.replaceAll('-', '_');

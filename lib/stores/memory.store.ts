@@ -1,3 +1,4 @@
+import { BLOCK_KEY_SUFFIX } from '../client-key.js';
 import type { Algorithm } from '../rate-limit-policy.interface.js';
 import { fixedWindow } from './memory/fixed-window.js';
 import { leakyBucket } from './memory/leaky-bucket.js';
@@ -12,7 +13,6 @@ import type {
   StoreDecision,
 } from './rate-limit-store.interface.js';
 import { STALE_DECISION } from './rate-limit-store.interface.js';
-import { BLOCK_KEY_SUFFIX } from './lua-script.js';
 
 const ALGORITHMS: Record<Algorithm, MemoryAlgorithm<unknown, MemoryVerdict>> = {
   'token-bucket': tokenBucket as MemoryAlgorithm<unknown, MemoryVerdict>,

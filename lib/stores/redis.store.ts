@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import type { ResolvedPolicy } from '../resolved-policy.js';
+import { BLOCK_KEY_SUFFIX } from '../client-key.js';
 import {
-  BLOCK_KEY_SUFFIX,
   composeDecideScript,
   keyCount,
   scriptArguments,
