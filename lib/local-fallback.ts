@@ -1,4 +1,4 @@
-import type { ResolvedPolicy } from './resolved-policy.js';
+import { type ResolvedPolicy, sizePolicy } from './resolved-policy.js';
 import { MemoryStore } from './stores/memory.store.js';
 import type { DecideRequest, StoreDecision } from './stores/rate-limit-store.interface.js';
 
@@ -38,10 +38,7 @@ export class LocalFallback {
     let share = this.shares.get(policy);
     if (!share) {
       const cut = (value: number) => Math.max(1, Math.floor(value / this.instances));
-      const limit = cut(policy.limit);
-      const burst = cut(policy.burst);
-      const scriptArgs = [policy.algorithm, String(limit), String(policy.windowMs), String(burst)];
-      share = { ...policy, limit, burst, maxCost: burst, scriptArgs };
+      share = sizePolicy(policy, cut(policy.limit), cut(policy.burst));
       this.shares.set(policy, share);
     }
     return share;
