@@ -117,12 +117,15 @@ describe.each<AdapterKind>(['express', 'fastify'])('onDecision over HTTP with %s
 
   it('reports a leaky-bucket wait as delayed', async () => {
     const { events, onDecision } = recorder();
-    await withApp(boot({ onDecision }), async (running) => {
+    // Frozen: on a real clock a second request slower than the leak (100 ms) would find the
+    // bucket drained and pass undelayed.
+    const clock = () => 1_750_000_000_000;
+    await withApp(boot({ onDecision, clock }), async (running) => {
       const who = nextClient();
       expect(await sequentially(2, () => running.get('/queued', who))).toEqual([200, 200]);
     });
     expect(events.map((event) => event.outcome)).toEqual(['allowed', 'delayed']);
-    expect(events[1].results[0].delayMs).toBeGreaterThan(0);
+    expect(events.map((event) => event.results[0].delayMs)).toEqual([0, 100]);
   });
 
   it('reports dry_run_denied under dryRun', async () => {
