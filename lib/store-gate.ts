@@ -135,30 +135,45 @@ export class StoreGate {
   /** What an attempt's failure becomes: the local fallback's decision, or a rejection. */
   failedAttempt<R>(attempt: Attempt<R>, error: unknown): Promise<R> {
     this.failed(error, attempt.pass, attempt.startedAt);
-    return this.fail(attempt.request, error, attempt.finish);
+    return this.fail(attempt.request, this.named(attempt, error), attempt.finish);
+  }
+
+  /**
+   * The deadline names the cap it was given, which for a try after stale answers is only
+   * what was left of maxWait: such a try's cap is named as the option, with what led there.
+   */
+  private named<R>(attempt: Attempt<R>, error: unknown): unknown {
+    const { maxWait } = this.options;
+    const capped = performance.now() - attempt.startedAt >= attempt.maxWait;
+    if (!(error instanceof DeadlineExceededError) || attempt.maxWait >= maxWait || !capped) {
+      return error;
+    }
+    return new DeadlineExceededError(
+      `answers came too late to count (stale), then none within maxWait ${maxWait} ms`,
+      { cause: error },
+    );
   }
 
   /**
    * A stale answer charged nothing: the script ran after the decision stopped being wanted,
    * yet this process still waits (it was the late one). Ask again within what is left of
-   * maxWait. Stale though it came back in time, it proves the store's clock moved.
+   * maxWait (`waitLeft` ms from `askedAt`). Stale though it came back in time, it proves the store's clock moved.
    */
   private retryStale<R>(
     request: DecideRequest,
     askedAt: number,
     patience: number,
-    maxWait: number,
+    waitLeft: number,
     finish: (decision: StoreDecision) => R,
   ): Promise<R> {
     const now = performance.now();
     if (now < askedAt + patience) this.clock?.forget();
-    const left = maxWait - (now - askedAt);
+    const left = waitLeft - (now - askedAt);
     if (left > 0) return this.attempt(request, now, left, finish);
-    return this.fail(
-      request,
-      new DeadlineExceededError(`no answer in time within maxWait ${maxWait} ms`),
-      finish,
+    const error = new DeadlineExceededError(
+      `every answer came too late to count (stale) within maxWait ${this.options.maxWait} ms`,
     );
+    return this.fail(request, error, finish);
   }
 
   private refused(askedAt: number): CircuitOpenError {

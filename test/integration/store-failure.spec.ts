@@ -21,16 +21,16 @@ function blockEventLoop(ms: number): void {
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
-/** How `work` settled, and its ms since `started` (by default, when `work` was made). */
+/** How `work` settled (its error's message, if it failed), and its ms since `started` (by default, when `work` was made). */
 async function timed<T>(
   work: Promise<T>,
   started = performance.now(),
-): Promise<{ ms: number; ok: boolean }> {
-  const ok = await work.then(
-    () => true,
-    () => false,
+): Promise<{ ms: number; ok: boolean; error?: string }> {
+  const error = await work.then(
+    () => undefined,
+    (failure: unknown) => (failure instanceof Error ? failure.message : String(failure)),
   );
-  return { ms: performance.now() - started, ok };
+  return { ms: performance.now() - started, ok: error === undefined, error };
 }
 
 /**
@@ -189,6 +189,10 @@ describe('the limiter when its process is late or its store silent', () => {
       const lateMs = lateness();
       const times = settled.map((decision) => decision.ms);
       expect(settled.every((decision) => !decision.ok)).toBe(true);
+      // Named by the option, not by what was left of it for the last try.
+      expect(
+        settled.filter((decision) => !decision.error!.includes(`maxWait ${maxWait} ms`)),
+      ).toEqual([]);
       expect(Math.min(...times)).toBeGreaterThanOrEqual(maxWait - 2);
       expect(Math.max(...times)).toBeLessThanOrEqual(maxWait + lateMs + MAX_WAIT_MARGIN_MS);
     },
