@@ -1,11 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
 import { metrics } from '@opentelemetry/api';
-import {
-  DataPointType,
-  MeterProvider,
-  MetricReader,
-  type MetricData,
-} from '@opentelemetry/sdk-metrics';
+import { DataPointType } from '@opentelemetry/sdk-metrics';
 import {
   RateLimit,
   RateLimiter,
@@ -13,6 +8,7 @@ import {
   type RateLimitModuleOptions,
 } from '../../lib/index.js';
 import { METRIC_NAMES } from '../../lib/metrics.js';
+import { collectingMeter } from '../support/metric-reader.js';
 import { type RedisServer, sendRawCommand, startRedisServer } from '../support/redis-server.js';
 import {
   type AdapterKind,
@@ -51,39 +47,6 @@ class MeteredController {
   }
 }
 
-/** A reader the test collects from when it wants, as a Prometheus scrape would. */
-class CollectingReader extends MetricReader {
-  protected async onForceFlush(): Promise<void> {}
-  protected async onShutdown(): Promise<void> {}
-}
-
-/**
- * Every data point as a line: the metric's short name and its attribute values, with its
- * count (a histogram's number of recordings).
- */
-async function read(reader: MetricReader): Promise<Record<string, number>> {
-  const { resourceMetrics, errors } = await reader.collect();
-  expect(errors).toEqual([]);
-  const counts: Record<string, number> = {};
-  for (const metric of resourceMetrics.scopeMetrics.flatMap((scope) => scope.metrics)) {
-    const name = metric.descriptor.name.replace('rate_limiting.', '');
-    for (const point of (metric as MetricData).dataPoints) {
-      const line = [name, ...Object.values(point.attributes)].join(' ');
-      counts[line] =
-        metric.dataPointType === DataPointType.HISTOGRAM
-          ? (point.value as { count: number }).count
-          : (point.value as number);
-    }
-  }
-  return counts;
-}
-
-function meter() {
-  const reader = new CollectingReader();
-  const meterProvider = new MeterProvider({ readers: [reader] });
-  return { meterProvider, reader, counts: () => read(reader) };
-}
-
 let server: RedisServer;
 beforeAll(async () => {
   server = await startRedisServer();
@@ -119,7 +82,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('metrics over HTTP with %s', 
     );
 
   it('counts a scripted sequence exactly: decisions by route, policy and outcome, near-limit admissions, store calls', async () => {
-    const { meterProvider, counts } = meter();
+    const { meterProvider, counts } = collectingMeter();
     await withApp(boot({ metrics: { meterProvider } }), async (running) => {
       const who = nextClient();
       expect(await sequentially(3, () => running.get('/once', who))).toEqual([200, 429, 429]);
@@ -148,7 +111,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('metrics over HTTP with %s', 
   });
 
   it('counts near-limit admissions at the configured share', async () => {
-    const { meterProvider, counts } = meter();
+    const { meterProvider, counts } = collectingMeter();
     await withApp(boot({ metrics: { meterProvider, nearLimitShare: 0.6 } }), async (running) => {
       // 'main' leaves 9, 8, 7, 6, 5 of 10: at most 6 (60%) from the fourth request on; the
       // shadow 'trial' leaves 0 of 1, then would deny.
@@ -165,7 +128,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('metrics over HTTP with %s', 
   });
 
   it('counts dry_run_denied under dryRun', async () => {
-    const { meterProvider, counts } = meter();
+    const { meterProvider, counts } = collectingMeter();
     await withApp(boot({ metrics: { meterProvider }, dryRun: true }), async (running) => {
       const who = nextClient();
       expect(await sequentially(3, () => running.get('/once', who))).toEqual([200, 200, 200]);
@@ -180,8 +143,8 @@ describe.each<AdapterKind>(['express', 'fastify'])('metrics over HTTP with %s', 
 
   it('counts failed_open and failed_closed, and store failures by kind, through an outage; names and units', async () => {
     const failing = await startRedisServer();
-    const open = meter();
-    const closed = meter();
+    const open = collectingMeter();
+    const closed = collectingMeter();
     // One failure opens the breaker for longer than the test: then every call is refused.
     const breaker = { failures: 1, halfOpenAfter: 60_000 };
     const apps: RunningApp[] = [];
@@ -246,7 +209,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('metrics over HTTP with %s', 
 
   it("counts failureMode 'local' decisions as allowed and denied, and the store's failures", async () => {
     const failing = await startRedisServer();
-    const { meterProvider, counts } = meter();
+    const { meterProvider, counts } = collectingMeter();
     try {
       await withApp(
         boot({
@@ -277,7 +240,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('metrics over HTTP with %s', 
 
   it('counts a silent store as timeout and an erroring one as error', async () => {
     const failing = await startRedisServer();
-    const { meterProvider, counts } = meter();
+    const { meterProvider, counts } = collectingMeter();
     try {
       await withApp(
         boot({ redis: failing.url, breaker: false, metrics: { meterProvider } }),
@@ -309,7 +272,7 @@ describe('metrics through the global MeterProvider', () => {
   afterEach(() => metrics.disable());
 
   it('metrics: true counts on the MeterProvider registered globally; an app started again counts on', async () => {
-    const { meterProvider, counts } = meter();
+    const { meterProvider, counts } = collectingMeter();
     metrics.setGlobalMeterProvider(meterProvider);
     // Twice in one process, as tests and hot reloads start apps: the counts add up.
     for (const policy of ['first', 'second']) {

@@ -1,6 +1,6 @@
 import { Controller, type ExecutionContext, Get } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MeterProvider, MetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
+import type { MeterProvider } from '@opentelemetry/sdk-metrics';
 import {
   RateLimit,
   RateLimiter,
@@ -9,6 +9,7 @@ import {
   type PolicyResult,
 } from '../../lib/index.js';
 import type { StoreKind } from '../support/limiters.js';
+import { collectingMeter } from '../support/metric-reader.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import {
   type AdapterKind,
@@ -102,12 +103,6 @@ class PlansController {
   }
 }
 
-/** Collected when the test asks, as a scrape would. */
-class CollectingReader extends MetricReader {
-  protected async onForceFlush(): Promise<void> {}
-  protected async onShutdown(): Promise<void> {}
-}
-
 let server: RedisServer;
 beforeAll(async () => {
   server = await startRedisServer();
@@ -197,19 +192,16 @@ describe.each(combinations)(
     });
 
     it('counts near-limit admissions against the resolved limit in metrics', async () => {
-      const reader = new CollectingReader();
-      const meterProvider = new MeterProvider({ readers: [reader] });
+      const { meterProvider, counts } = collectingMeter();
       await withApp(boot(undefined, undefined, false, meterProvider), async (app) => {
         // Each request leaves 1 of 2 (free: within half) and 3 of 4 (pro: not).
         expect((await app.get('/by-plan', clientOn('free'))).status).toBe(200);
         expect((await app.get('/by-plan', clientOn('pro'))).status).toBe(200);
       });
-      const { resourceMetrics } = await reader.collect();
-      const nearLimit = resourceMetrics.scopeMetrics
-        .flatMap((scope) => scope.metrics)
-        .filter((metric) => metric.descriptor.name === 'rate_limiting.near_limit_decisions')
-        .flatMap((metric) => (metric as MetricData).dataPoints.map((point) => point.value));
-      expect(nearLimit).toEqual([1]);
+      const nearLimit = Object.entries(await counts()).filter(([line]) =>
+        line.startsWith('near_limit_decisions '),
+      );
+      expect(nearLimit).toEqual([['near_limit_decisions PlansController.byPlan plan', 1]]);
     });
 
     it('advertises a token bucket whose resolved burst exceeds its limit by that burst', async () => {
