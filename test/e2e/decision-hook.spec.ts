@@ -7,6 +7,7 @@ import {
   SkipRateLimit,
 } from '../../lib/index.js';
 import { withRedisDown } from '../support/limiters.js';
+import { OnceController } from '../support/once-controller.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import {
   type AdapterKind,
@@ -19,15 +20,6 @@ import {
 
 @Controller()
 class HookedController {
-  @Get('once')
-  @RateLimit(
-    { name: 'wide', algorithm: 'fixed-window', limit: 5, window: '1m' },
-    { name: 'once', algorithm: 'fixed-window', limit: 1, window: '1m' },
-  )
-  once() {
-    return 'ok';
-  }
-
   @Get('queued')
   @RateLimit({ algorithm: 'leaky-bucket', limit: 10, window: '1s', burst: 3 })
   queued() {
@@ -59,7 +51,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('onDecision over HTTP with %s
           ...options,
         }),
       ],
-      [HookedController],
+      [HookedController, OnceController],
       { logger },
     );
   let client = 0;
@@ -85,7 +77,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('onDecision over HTTP with %s
       expect((await running.get('/free', who)).status).toBe(200);
     });
     const common = {
-      route: 'HookedController.once',
+      route: 'OnceController.once',
       policies: ['wide', 'once'],
       keys: [expect.stringMatching(/^hook-/), expect.stringMatching(/^hook-/)],
     };
@@ -176,7 +168,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('onDecision over HTTP with %s
     });
     expect(calls).toBe(4);
     expect(logger.warnings).toEqual([
-      'onDecision hook failed on HookedController.once: audit sink down; the request went on',
+      'onDecision hook failed on OnceController.once: audit sink down; the request went on',
     ]);
   });
 });

@@ -9,6 +9,7 @@ import {
 } from '../../lib/index.js';
 import { METRIC_NAMES } from '../../lib/metrics.js';
 import { collectingMeter } from '../support/metric-reader.js';
+import { OnceController } from '../support/once-controller.js';
 import { type RedisServer, sendRawCommand, startRedisServer } from '../support/redis-server.js';
 import {
   type AdapterKind,
@@ -21,15 +22,6 @@ import {
 
 @Controller()
 class MeteredController {
-  @Get('once')
-  @RateLimit(
-    { name: 'wide', algorithm: 'fixed-window', limit: 5, window: '1m' },
-    { name: 'once', algorithm: 'fixed-window', limit: 1, window: '1m' },
-  )
-  once() {
-    return 'ok';
-  }
-
   @Get('queued')
   // One a second: the second of two requests in a row waits, even on a busy machine.
   @RateLimit({ name: 'queue', algorithm: 'leaky-bucket', limit: 1, window: '1s', burst: 5 })
@@ -55,11 +47,11 @@ afterAll(() => server.stop());
 
 /** One /once answered by the store (its 'once' then near its limit), three failing open. */
 const ANSWERED_THEN_THREE_FAILED_OPEN = {
-  'decisions MeteredController.once wide allowed': 1,
-  'decisions MeteredController.once once allowed': 1,
-  'decisions MeteredController.once wide failed_open': 3,
-  'decisions MeteredController.once once failed_open': 3,
-  'near_limit_decisions MeteredController.once once': 1,
+  'decisions OnceController.once wide allowed': 1,
+  'decisions OnceController.once once allowed': 1,
+  'decisions OnceController.once wide failed_open': 3,
+  'decisions OnceController.once once failed_open': 3,
+  'near_limit_decisions OnceController.once once': 1,
   'store.operation.duration': 1,
 };
 
@@ -78,7 +70,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('metrics over HTTP with %s', 
           ...options,
         }),
       ],
-      [MeteredController],
+      [MeteredController, OnceController],
     );
 
   it('counts a scripted sequence exactly: decisions by route, policy and outcome, near-limit admissions, store calls', async () => {
@@ -89,19 +81,19 @@ describe.each<AdapterKind>(['express', 'fastify'])('metrics over HTTP with %s', 
       expect(await sequentially(2, () => running.get('/queued', who))).toEqual([200, 200]);
       expect(await sequentially(2, () => running.get('/trial', who))).toEqual([200, 200]);
       expect(await counts()).toEqual({
-        'decisions MeteredController.once wide allowed': 1,
-        'decisions MeteredController.once once allowed': 1,
-        'decisions MeteredController.once wide denied': 1,
-        'decisions MeteredController.once once denied': 1,
-        'decisions MeteredController.once wide denied_cached': 1,
-        'decisions MeteredController.once once denied_cached': 1,
+        'decisions OnceController.once wide allowed': 1,
+        'decisions OnceController.once once allowed': 1,
+        'decisions OnceController.once wide denied': 1,
+        'decisions OnceController.once once denied': 1,
+        'decisions OnceController.once wide denied_cached': 1,
+        'decisions OnceController.once once denied_cached': 1,
         'decisions MeteredController.queued queue allowed': 1,
         'decisions MeteredController.queued queue delayed': 1,
         'decisions MeteredController.trial main allowed': 2,
         'decisions MeteredController.trial trial allowed': 1,
         'decisions MeteredController.trial trial shadow_denied': 1,
         // 'once' left 0 of 1; the shadow 'trial' left 0 of 1; nothing else came within 20%.
-        'near_limit_decisions MeteredController.once once': 1,
+        'near_limit_decisions OnceController.once once': 1,
         'near_limit_decisions MeteredController.trial trial': 1,
         // The deny cache answered the third /once; each /trial is two store calls (a
         // shadow policy is decided apart).
@@ -133,8 +125,8 @@ describe.each<AdapterKind>(['express', 'fastify'])('metrics over HTTP with %s', 
       const who = nextClient();
       expect(await sequentially(3, () => running.get('/once', who))).toEqual([200, 200, 200]);
       expect(await counts()).toMatchObject({
-        'decisions MeteredController.once wide dry_run_denied': 2,
-        'decisions MeteredController.once once dry_run_denied': 2,
+        'decisions OnceController.once wide dry_run_denied': 2,
+        'decisions OnceController.once once dry_run_denied': 2,
         // No deny cache in a dry run: every request asks the store.
         'store.operation.duration': 3,
       });
@@ -225,11 +217,11 @@ describe.each<AdapterKind>(['express', 'fastify'])('metrics over HTTP with %s', 
         },
       );
       expect(await counts()).toEqual({
-        'decisions MeteredController.once wide allowed': 1,
-        'decisions MeteredController.once once allowed': 1,
-        'decisions MeteredController.once wide denied': 1,
-        'decisions MeteredController.once once denied': 1,
-        'near_limit_decisions MeteredController.once once': 1,
+        'decisions OnceController.once wide allowed': 1,
+        'decisions OnceController.once once allowed': 1,
+        'decisions OnceController.once wide denied': 1,
+        'decisions OnceController.once once denied': 1,
+        'near_limit_decisions OnceController.once once': 1,
         'store.operation.duration disconnected': 2,
         'store.failures disconnected': 2,
       });
@@ -287,7 +279,7 @@ describe('metrics through the global MeterProvider', () => {
               metrics: true,
             }),
           ],
-          [MeteredController],
+          [MeteredController, OnceController],
         ),
         async (running) => {
           expect((await running.get('/queued', `${policy}-${nextClient()}`)).status).toBe(200);
@@ -308,7 +300,11 @@ describe('metrics through the global MeterProvider', () => {
     [{ metrics: { meterProvider: {} } }, 'meterProvider must be an OpenTelemetry MeterProvider'],
   ])('refuses to start with %j', async (options, problem) => {
     await expect(
-      startApp('express', [RateLimitModule.forRoot(options as never)], [MeteredController]),
+      startApp(
+        'express',
+        [RateLimitModule.forRoot(options as never)],
+        [MeteredController, OnceController],
+      ),
     ).rejects.toThrow(`Invalid RateLimitModule option metrics: ${problem}`);
   });
 });
