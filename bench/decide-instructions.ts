@@ -10,7 +10,7 @@
  * (every decision writes a new key, as in bench:decide) and on the same keys again (state
  * present).
  *
- *   npm run bench:decide-instructions   (DECIDE_REQUESTS, default 1000 per variant)
+ *   npm run bench:decide-instructions   (DECIDE_REQUESTS, default 1000 per variant; DECIDE_ROWS)
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -27,11 +27,15 @@ import { MINIMAL_SCRIPTS } from './minimal-scripts.js';
 import { peerFixedWindows } from './peer-fixed-windows.js';
 
 const REQUESTS = Number(process.env.DECIDE_REQUESTS ?? 1_000);
-const ROWS: Algorithm[][] = [
-  ...ALGORITHMS.map((algorithm) => [algorithm]),
-  ['fixed-window', 'sliding-window-counter'],
-  ['token-bucket', 'fixed-window', 'sliding-window-counter'],
-];
+/** DECIDE_ROWS: labels to run, comma-separated (e.g. `fixed-window,token-bucket`); all by default. */
+const ONLY = process.env.DECIDE_ROWS?.split(',');
+const ROWS = (
+  [
+    ...ALGORITHMS.map((algorithm) => [algorithm]),
+    ['fixed-window', 'sliding-window-counter'],
+    ['token-bucket', 'fixed-window', 'sliding-window-counter'],
+  ] as Algorithm[][]
+).filter((row) => !ONLY || ONLY.includes(row.join(' + ')));
 
 const dir = mkdtempSync(join(tmpdir(), 'decide-instructions-'));
 const port = await freePort();
@@ -95,7 +99,17 @@ try {
       { label, defaultScope: 'global' },
     );
     const keysOf = (i: number) => policies.map((policy) => `rl:{client-${i}}${policy.keySuffix}`);
-    const library = await client.script('LOAD', composeDecideScript(algorithms, 'consume'));
+    // As the library sends it for these policies at their own costs (1): values and costs
+    // written into the script.
+    const library = await client.script(
+      'LOAD',
+      composeDecideScript(
+        policies,
+        'consume',
+        'all',
+        policies.map(() => 1),
+      ),
+    );
     const request = (i: number) => ({
       mode: 'consume' as const,
       keys: keysOf(i),
@@ -109,7 +123,7 @@ try {
       client.evalsha(
         library as string,
         keyCount(policies),
-        ...scriptArguments(request(i), 'consume', 'consume'),
+        ...scriptArguments(request(i), 'consume', 'consume', 'all'),
       );
     const minimal = await Promise.all(
       algorithms.map((algorithm) => client.script('LOAD', MINIMAL_SCRIPTS[algorithm])),

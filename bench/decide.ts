@@ -135,9 +135,12 @@ function variantsFor(label: string, policies: RateLimitPolicy[]): Record<string,
     library: (i) => limiter.consume(clientKey(i), policies),
     'raw EVALSHA, library script': scriptCall(
       `bench:${label}`,
+      // Costs of 1, the policies' own: the script holds them, as it does their values.
       composeDecideScript(
-        resolved.map((policy) => policy.algorithm),
+        resolved,
         'consume',
+        'all',
+        resolved.map(() => 1),
       ),
       (i) => {
         const request = {
@@ -150,7 +153,7 @@ function variantsFor(label: string, policies: RateLimitPolicy[]): Record<string,
           // As the library's calls carry one: never reached here.
           wantedUntil: Date.now() + 3_600_000,
         };
-        return [resolved.length, ...scriptArguments(request, 'consume', 'consume')];
+        return [resolved.length, ...scriptArguments(request, 'consume', 'consume', 'all')];
       },
     ),
   };

@@ -6,7 +6,12 @@ import type { Algorithm } from '../lib/index.js';
  * state and expiry, denials charge nothing, the same reply fields (allowed, remaining,
  * reset, retry, delay; fractions as strings). What they leave out is what the library adds:
  * several policies in one call, peek, a caller's clock, the TTL floor and `wantedUntil`.
- * KEYS[1]; ARGV: limit, window (ms), burst, cost.
+ * KEYS[1]; ARGV: limit, window (ms), burst, cost (the library writes a route's values into
+ * its script instead; these take them as arguments, as the peers' scripts do). Expiries go
+ * out as string.format('%d', ...), as the library's do: a number argument reaches Redis
+ * through '%.17g', which costs more.
+ * The fixed window answers as the library's does: a window's first charge (SET ... NX GET
+ * found nothing) with only its reset, the client knowing the rest; else the five fields.
  */
 const CLOCK = `
 local t = redis.call('TIME')
@@ -20,15 +25,16 @@ export const MINIMAL_SCRIPTS: Record<Algorithm, string> = {
     CLOCK +
     `
 local index = math.floor(now / window)
+local to_end = (index + 1) * window - now
 local count = 0
-local s = redis.call('GET', key)
-if s then
+if cost <= limit then
+  local s = redis.call('SET', key, index .. ':' .. cost, 'PX', string.format('%d', math.ceil(to_end)), 'NX', 'GET')
+  if not s then return to_end end
   local at = string.find(s, ':', 1, true)
   if tonumber(string.sub(s, 1, at - 1)) == index then count = tonumber(string.sub(s, at + 1)) end
 end
-local to_end = (index + 1) * window - now
 if count + cost > limit then return { 0, limit - count, count > 0 and to_end or 0, to_end, 0 } end
-redis.call('SET', key, index .. ':' .. (count + cost), 'PX', to_end)
+redis.call('SET', key, index .. ':' .. (count + cost), 'PX', string.format('%d', math.ceil(to_end)))
 return { 1, limit - count - cost, to_end, 0, 0 }
 `,
   'token-bucket':
@@ -49,7 +55,7 @@ if level < need then
 end
 level = level - need
 local reset = (capacity - level) / limit
-redis.call('SET', key, string.format('%.17g:%.17g', level, ts), 'PX', math.max(1, math.ceil(reset + ts - now)))
+redis.call('SET', key, string.format('%.17g:%.17g', level, ts), 'PX', string.format('%d', math.max(1, math.ceil(reset + ts - now))))
 return { 1, math.floor(level / window), num(reset), 0, 0 }
 `,
   'leaky-bucket':
@@ -62,7 +68,7 @@ if wait > (burst - cost) * interval then
   return { 0, math.max(0, math.floor(burst - wait / interval)), num(wait), num(wait - (burst - cost) * interval), 0 }
 end
 local backlog = start + cost * interval - now
-redis.call('SET', key, start + cost * interval, 'PX', math.max(1, math.ceil(backlog)))
+redis.call('SET', key, start + cost * interval, 'PX', string.format('%d', math.max(1, math.ceil(backlog))))
 return { 1, math.max(0, math.floor(burst - backlog / interval)), num(backlog), 0, num(wait) }
 `,
   'sliding-window-counter':
@@ -94,7 +100,7 @@ if estimate + cost > limit then
   local reset = current > 0 and to_end + window or (previous > 0 and to_end or 0)
   return { 0, math.max(0, math.floor(limit - estimate)), reset, num(retry), 0 }
 end
-redis.call('SET', key, string.format('%.17g:%.17g:%.17g', index, current + cost, previous), 'PX', to_end + window)
+redis.call('SET', key, string.format('%.17g:%.17g:%.17g', index, current + cost, previous), 'PX', string.format('%d', math.ceil(to_end + window)))
 return { 1, math.max(0, math.floor(limit - estimate - cost)), to_end + window, 0, 0 }
 `,
   'sliding-window-log':

@@ -24,6 +24,6 @@ local function fixed_window(key, now, limit, window, _, cost, charge, count)
   end
   count = count + cost
   redis.call('SET', key, string.format('%d:%d', index, count), 'PX',
-    math.max(math.ceil(to_end), ttl_floor, 1))
+    string.format('%d', math.max(math.ceil(to_end), ttl_floor, 1)))
   return true, limit - count, to_end, 0, 0
 end

@@ -18,6 +18,7 @@ local function leaky_bucket(key, now, limit, window, burst, cost, charge, start)
   local next_free = start + cost * interval
   local backlog = next_free - now
   -- A number argument reaches Redis as '%.17g': exact.
-  redis.call('SET', key, next_free, 'PX', math.max(math.ceil(backlog), ttl_floor, 1))
+  redis.call('SET', key, next_free, 'PX',
+    string.format('%d', math.max(math.ceil(backlog), ttl_floor, 1)))
   return true, burst - backlog / interval, backlog, 0, wait
 end

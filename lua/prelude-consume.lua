@@ -1,11 +1,12 @@
 -- Opens the script for the common case: consume, on Redis TIME, no TTL floor. Same layout
 -- as prelude.lua without the arguments this case does not need, so Redis converts fewer.
--- ARGV     wanted until (epoch ms in Redis time; '' for no limit), then per policy: limit,
---          window (ms), burst (buckets only), cost, block (ms; only with a block duration)
+-- ARGV     wanted until (epoch ms in Redis time; '' for no limit), then what the policies'
+--          values need (see prelude.lua)
+-- Arithmetic converts an argument as tonumber() would, without the call.
 local consume, starts_blocks, ttl_floor = true, true, 0
 local time = redis.call('TIME')
 local now = time[1] * 1000 + math.floor(time[2] / 1000)
-local wanted_until = tonumber(ARGV[1])
-if wanted_until and now > wanted_until then
+local wanted_until = ARGV[1]
+if wanted_until ~= '' and now > wanted_until + 0 then
   return -1
 end

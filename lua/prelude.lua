@@ -8,7 +8,9 @@
 -- ARGV     mode ('consume' | 'peek' | 'check'), now (epoch ms; '' reads Redis TIME), ttl
 --          floor (ms), wanted until (epoch ms in Redis time; '' for no limit), then per
 --          policy: limit, window (ms), burst (buckets only), cost, block (ms; only with a
---          block duration)
+--          block duration).
+--          A route's own values (all but the costs, or all) may instead be written into its
+--          script as literals when the store composes it, and are then not sent.
 -- Each algorithm is one function
 --   step(key, now, limit, window, burst, cost, charge[, a, b])
 --     -> allowed, remaining, reset, retry, delay[, a, b]
@@ -19,13 +21,14 @@
 -- "read it".
 -- Reply: for one policy allowed (1 | 0), remaining, reset, retry, delay; for several,
 -- admitted (1 | 0) then those five per policy; or -1 when the caller's wait ended before the
--- script ran: nothing read, nothing charged.
+-- script ran: nothing read, nothing charged; or, from fixed-window-fresh.lua only, a single
+-- number (or fraction string): the window's first charge, admitted, with that reset.
 local consume = ARGV[1] == 'consume'
 -- 'check', the first phase of a Cluster decision across slots: denies as a consume does,
 -- starting blocks (block.lua), but charges nothing.
 local starts_blocks = consume or ARGV[1] == 'check'
 local now = tonumber(ARGV[2])
-local ttl_floor = tonumber(ARGV[3])
+local ttl_floor = ARGV[3] + 0
 local wanted_until = tonumber(ARGV[4])
 if not now or wanted_until then
   local time = redis.call('TIME')

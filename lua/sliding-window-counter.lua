@@ -35,7 +35,7 @@ local function sliding_window_counter(key, now, limit, window, _, cost, charge, 
     end
     current = current + cost
     redis.call('SET', key, string.format('%d:%d:%d', index, current, previous), 'PX',
-      math.max(math.ceil(to_end + window), ttl_floor, 1))
+      string.format('%d', math.max(math.ceil(to_end + window), ttl_floor, 1)))
     return true, limit - (previous * weight + current), to_end + window, 0, 0
   end
   -- Earliest t with the estimate at now + t low enough: first within this window, as the

@@ -28,6 +28,6 @@ local function token_bucket(key, now, limit, window, burst, cost, charge, level,
   level = level - need
   local reset = (capacity - level) / limit
   redis.call('SET', key, string.format('%.17g:%.17g', level, ts), 'PX',
-    math.max(math.ceil(reset + (ts - now)), ttl_floor, 1))
+    string.format('%d', math.max(math.ceil(reset + (ts - now)), ttl_floor, 1)))
   return true, level / window, reset, 0, 0
 end

@@ -29,55 +29,88 @@ const takesBurst = (algorithm: Algorithm) => algorithm.endsWith('-bucket');
 const stepName = (algorithm: Algorithm) => algorithm.replaceAll('-', '_');
 
 /**
- * The script for one route's algorithms, policy by policy, in one variant: the prelude,
- * lua/num.lua, each algorithm's file once, the binding of the policies to their steps and
- * values, and the entry. Only what the route needs is defined on each call, and a single
- * policy takes the entry without tables (its binding: locals `step`, `limit`, `window`,
- * `burst`, `cost`; several: `policy(i, charge, a, b)` running policy i's step, and the
- * tables decide.lua fills, at their full size). Policies with a block duration (`blocking[i]`)
- * get their step wrapped by lua/block.lua; only their scripts contain it.
+ * What a route's script holds as Lua literals rather than reading from ARGV: 'none'; its
+ * policies' limit, window, burst and block ('values'); those and the request's costs
+ * ('all', when they are the policies' own). Policies are resolved once, so a route's values
+ * are fixed and its script is too: each value written in spares Redis an argument and its
+ * conversion on every call (about 2,000 instructions).
+ */
+export type Baked = 'none' | 'values' | 'all';
+
+/** What composing needs of a policy. */
+export type ScriptPolicy = Pick<ResolvedPolicy, 'algorithm' | 'blockMs' | 'scriptArgs'>;
+
+/**
+ * The script for one route's policies, in one variant: the prelude, the policies' values
+ * (literals or ARGV, see Baked), lua/num.lua, each algorithm's file once, the binding of the
+ * policies to their steps, and the entry. Only what the route needs is defined on each
+ * call, and a single policy takes the entry without tables (its binding: locals `step`,
+ * `limit`, `window`, `burst`, `cost`, `read`; several: `policy(i, charge, a, b)` running
+ * policy i's step, and the tables decide.lua fills, at their full size). Policies with a
+ * block duration get their step wrapped by lua/block.lua; only their scripts contain it.
+ * A lone fixed window charged on Redis TIME takes lua/fixed-window-fresh.lua first.
+ * `costs` are read only when `baked` is 'all'.
  */
 export function composeDecideScript(
-  algorithms: readonly Algorithm[],
+  policies: readonly ScriptPolicy[],
   variant: ScriptVariant = 'general',
-  blocking: readonly boolean[] = [],
+  baked: Baked = 'none',
+  costs: readonly number[] = [],
 ): string {
+  const algorithms = policies.map((policy) => policy.algorithm);
   const files = [...new Set(algorithms)].map((algorithm) => LUA_SOURCES[algorithm]);
-  if (blocking.includes(true)) files.push(LUA_SOURCES.block);
+  const blocking = policies.some((policy) => policy.blockMs > 0);
+  if (blocking) files.push(LUA_SOURCES.block);
   let at = LEADING_ARGS[variant];
-  let blockKey = algorithms.length;
-  const value = () => `tonumber(ARGV[${++at}])`;
-  const bindings = algorithms.map((algorithm, i) => {
-    const limit = value();
-    const window = value();
-    const burst = takesBurst(algorithm) ? value() : 'nil';
-    const values = `${limit}, ${window}, ${burst}, ${value()}`;
-    const step = blocking[i]
-      ? `with_block(${stepName(algorithm)}, KEYS[${++blockKey}], ${value()})`
-      : stepName(algorithm);
+  let blockKey = policies.length;
+  // The same order as scriptArguments sends what is not written in.
+  const argument = () => `ARGV[${++at}] + 0`;
+  const value = (literal: string) => (baked === 'none' ? argument() : literal);
+  const bindings = policies.map(({ algorithm, scriptArgs, blockMs }, i) => {
+    const limit = value(scriptArgs[0]);
+    const window = value(scriptArgs[1]);
+    const burst = takesBurst(algorithm) ? value(scriptArgs[2]) : 'nil';
+    const cost = baked === 'all' ? String(costs[i]) : argument();
+    const values = `${limit}, ${window}, ${burst}, ${cost}`;
+    const step =
+      blockMs > 0
+        ? `with_block(${stepName(algorithm)}, KEYS[${++blockKey}], ${value(String(blockMs))})`
+        : stepName(algorithm);
     return { step, values };
   });
-  let binding: string;
   if (bindings.length === 1) {
     // Plain locals for decide-one.lua: no function to create and call on each decision.
     const [{ step, values }] = bindings;
-    binding = `local step, limit, window, burst, cost = ${step}, ${values}`;
-  } else {
-    const calls = bindings.map(
-      ({ step, values }, i) => `return ${step}(KEYS[${i + 1}], now, ${values}, charge, a, b)`,
-    );
-    const last = calls.pop()!;
-    const slots = (count: number) => Array<number>(count).fill(0).join(', ');
-    binding = [
-      'local function policy(i, charge, a, b)',
-      ...calls.map((call, i) => `  if i == ${i + 1} then ${call} end`),
-      `  ${last}`,
-      'end',
-      `local reply, read = { 1, ${slots(bindings.length * 5)} }, { ${slots(bindings.length * 2)} }`,
+    const fresh = variant === 'consume' && algorithms[0] === 'fixed-window' && !blocking;
+    return [
+      LUA_SOURCES[PRELUDES[variant]],
+      `local limit, window, burst, cost, read = ${values}`,
+      ...(fresh ? [LUA_SOURCES['fixed-window-fresh']] : []),
+      LUA_SOURCES.num,
+      ...files,
+      `local step = ${step}`,
+      LUA_SOURCES['decide-one'],
     ].join('\n');
   }
-  const entry = algorithms.length === 1 ? LUA_SOURCES['decide-one'] : LUA_SOURCES.decide;
-  return [LUA_SOURCES[PRELUDES[variant]], LUA_SOURCES.num, ...files, binding, entry].join('\n');
+  const calls = bindings.map(
+    ({ step, values }, i) => `return ${step}(KEYS[${i + 1}], now, ${values}, charge, a, b)`,
+  );
+  const last = calls.pop()!;
+  const slots = (count: number) => Array<number>(count).fill(0).join(', ');
+  const binding = [
+    'local function policy(i, charge, a, b)',
+    ...calls.map((call, i) => `  if i == ${i + 1} then ${call} end`),
+    `  ${last}`,
+    'end',
+    `local reply, read = { 1, ${slots(bindings.length * 5)} }, { ${slots(bindings.length * 2)} }`,
+  ].join('\n');
+  return [
+    LUA_SOURCES[PRELUDES[variant]],
+    LUA_SOURCES.num,
+    ...files,
+    binding,
+    LUA_SOURCES.decide,
+  ].join('\n');
 }
 
 /** The variant that decides `request` in `mode` (the request's own, or the Cluster path's). */
@@ -87,15 +120,27 @@ export const variantFor = (request: DecideRequest, mode: ScriptMode): ScriptVari
     : 'general';
 
 /**
+ * Whether `request`'s costs are its policies' own (a number each, not a function's answer,
+ * nor a cost the caller gave): then a script may hold them as literals (Baked 'all').
+ */
+export function costsAreStatic(request: DecideRequest): boolean {
+  const { policies, costs } = request;
+  for (let i = 0; i < policies.length; i++) if (costs[i] !== policies[i].cost) return false;
+  return true;
+}
+
+/**
  * The script's keys and arguments for `request`, in the layout the preludes describe: the
  * policies' keys, then the block keys of those with a block duration; the variant's leading
- * values, then per policy limit, window, burst (buckets only), cost and block (if any).
- * EVAL takes `keyCount(request.policies)` of them as keys.
+ * values, then per policy what the script does not hold (see Baked): limit, window, burst
+ * (buckets only), cost and block (if any). EVAL takes `keyCount(request.policies)` of them
+ * as keys.
  */
 export function scriptArguments(
   request: DecideRequest,
   mode: ScriptMode,
   variant: ScriptVariant,
+  baked: Baked = 'none',
 ): (string | number)[] {
   const { keys, policies, costs } = request;
   const args: (string | number)[] = [...keys];
@@ -104,8 +149,13 @@ export function scriptArguments(
   }
   if (variant === 'consume') args.push(request.wantedUntil ?? '');
   else args.push(mode, request.now ?? '', request.ttlFloorMs, request.wantedUntil ?? '');
+  if (baked === 'all') return args;
   for (let i = 0; i < policies.length; i++) {
     const { algorithm, scriptArgs, blockMs } = policies[i];
+    if (baked === 'values') {
+      args.push(costs[i]);
+      continue;
+    }
     args.push(scriptArgs[0], scriptArgs[1]);
     if (takesBurst(algorithm)) args.push(scriptArgs[2]);
     args.push(costs[i]);
@@ -121,11 +171,21 @@ export function keyCount(policies: readonly ResolvedPolicy[]): number {
   return count;
 }
 
-/** The script id of these policies: their algorithms, and which of them block. */
-export function scriptIdOf(policies: readonly ResolvedPolicy[]): string {
-  if (policies.length === 1) {
-    const [{ algorithm, blockMs }] = policies;
-    return blockMs > 0 ? `${algorithm}+block` : algorithm;
-  }
-  return policies.map((p) => (p.blockMs > 0 ? `${p.algorithm}+block` : p.algorithm)).join(',');
+/**
+ * The script id of these policies as `baked` holds them: their algorithms and which of them
+ * block, and what the script holds as literals (values, and costs).
+ */
+export function scriptIdOf(
+  policies: readonly ResolvedPolicy[],
+  baked: Baked = 'none',
+  costs: readonly number[] = [],
+): string {
+  return policies
+    .map((p, i) => {
+      let id = p.blockMs > 0 ? `${p.algorithm}+block` : p.algorithm;
+      if (baked !== 'none') id += `:${p.scriptArgs.join(':')}:${p.blockMs}`;
+      if (baked === 'all') id += `*${costs[i]}`;
+      return id;
+    })
+    .join(',');
 }

@@ -3,7 +3,9 @@ import type { Cluster, Redis } from 'ioredis';
 import type { ResolvedPolicy } from '../resolved-policy.js';
 import { BLOCK_KEY_SUFFIX } from '../client-key.js';
 import {
+  type Baked,
   composeDecideScript,
+  costsAreStatic,
   keyCount,
   scriptArguments,
   scriptIdOf,
@@ -21,16 +23,25 @@ import { STALE_DECISION } from './rate-limit-store.interface.js';
 
 /**
  * For one policy: allowed, remaining, reset, retry, delay. For several: admitted, then those
- * five per policy. Or -1: the script started after `wantedUntil`.
+ * five per policy. Or -1: the script started after `wantedUntil`. Or, for a lone fixed
+ * window's first charge in its window (lua/fixed-window-fresh.lua), only the reset.
  */
-type ScriptReply = (number | string)[] | -1;
+type ScriptReply = (number | string)[] | number | string;
 
-const toDecision = (reply: unknown): StoreDecision => parseReply(reply as ScriptReply);
+/**
+ * How many scripts may hold their route's values as literals (see Baked): one per route and
+ * variant, and per distinct limit a per-request limit gives, as long as they are few; past
+ * this many, further ones take their values as arguments, so that neither Redis's script
+ * cache nor this store's grows without bound with limits that vary per call.
+ */
+const BAKED_SCRIPTS_KEPT = 64;
 
-/** A script composed for one combination of algorithms, with its SHA1 for EVALSHA. */
+/** A script composed for one route's policies, with its SHA1 for EVALSHA. */
 interface DecideScript {
   readonly lua: string;
   readonly sha: string;
+  /** What it holds as literals, so what the call must send. */
+  readonly baked: Baked;
   /** Sent with EVAL on the current connection, so that server has it cached. */
   loaded: boolean;
 }
@@ -60,8 +71,10 @@ export class RedisStore implements RateLimitStore {
   private readonly last: {
     policies: readonly ResolvedPolicy[];
     variant: ScriptVariant;
+    staticCosts: boolean;
     script: DecideScript | undefined;
-  } = { policies: [], variant: 'consume', script: undefined };
+  } = { policies: [], variant: 'consume', staticCosts: true, script: undefined };
+  private baked = 0;
   private readonly isCluster: boolean;
 
   /** @param owned the store closes the client only if it created it */
@@ -128,55 +141,65 @@ export class RedisStore implements RateLimitStore {
   /** One atomic EVALSHA deciding every policy of `request` (all its keys in one slot). */
   private runScript(request: DecideRequest, mode: ScriptMode): Promise<StoreDecision> {
     const variant = variantFor(request, mode);
-    const args = scriptArguments(request, mode, variant);
-    const script = this.scriptFor(request.policies, variant);
+    const script = this.scriptFor(request, variant);
+    const args = scriptArguments(request, mode, variant, script.baked);
     const keys = keyCount(request.policies);
+    const toDecision = (reply: unknown) => parseReply(reply as ScriptReply, request);
     if (!script.loaded) {
       script.loaded = true;
-      return this.evaluate(script, keys, args);
+      return this.evaluate(script, keys, args).then(toDecision);
     }
     return this.client.evalsha(script.sha, keys, ...args).then(toDecision, (error) => {
       // A restart, failover or SCRIPT FLUSH empties the script cache; EVAL refills it.
       if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-      return this.evaluate(script, keys, args);
+      return this.evaluate(script, keys, args).then(toDecision);
     });
   }
 
   /** EVAL: the script's text, which also puts it in the server's script cache. */
-  private evaluate(
-    script: DecideScript,
-    keys: number,
-    args: (string | number)[],
-  ): Promise<StoreDecision> {
-    return this.client.eval(script.lua, keys, ...args).then(toDecision);
+  private evaluate(script: DecideScript, keys: number, args: (string | number)[]) {
+    return this.client.eval(script.lua, keys, ...args);
   }
 
-  /** The script for these policies in this variant, composed the first time. */
-  private scriptFor(policies: readonly ResolvedPolicy[], variant: ScriptVariant): DecideScript {
+  /** The script for this request's policies in this variant, composed the first time. */
+  private scriptFor(request: DecideRequest, variant: ScriptVariant): DecideScript {
+    const { policies } = request;
+    const staticCosts = costsAreStatic(request);
     const { last } = this;
     let same = last.script !== undefined && last.variant === variant;
-    same &&= last.policies.length === policies.length;
+    same &&= last.staticCosts === staticCosts && last.policies.length === policies.length;
     for (let i = 0; same && i < policies.length; i++) same = last.policies[i] === policies[i];
     if (same) return last.script!;
-    last.script = this.scriptById(policies, variant);
+    last.script = this.scriptById(request, variant, staticCosts);
     // A copy: the caller's array may change after the call.
     last.policies = [...policies];
     last.variant = variant;
+    last.staticCosts = staticCosts;
     return last.script;
   }
 
-  private scriptById(policies: readonly ResolvedPolicy[], variant: ScriptVariant): DecideScript {
-    const id = scriptIdOf(policies);
-    let script = this.scripts[variant].get(id);
-    if (!script) {
-      const lua = composeDecideScript(
-        policies.map((p) => p.algorithm),
-        variant,
-        policies.map((p) => p.blockMs > 0),
-      );
-      script = { lua, sha: createHash('sha1').update(lua).digest('hex'), loaded: false };
-      this.scripts[variant].set(id, script);
+  private scriptById(
+    request: DecideRequest,
+    variant: ScriptVariant,
+    staticCosts: boolean,
+  ): DecideScript {
+    const { policies, costs } = request;
+    const scripts = this.scripts[variant];
+    let baked: Baked = staticCosts ? 'all' : 'values';
+    let id = scriptIdOf(policies, baked, costs);
+    let script = scripts.get(id);
+    if (script) return script;
+    if (this.baked >= BAKED_SCRIPTS_KEPT) {
+      baked = 'none';
+      id = scriptIdOf(policies);
+      script = scripts.get(id);
+      if (script) return script;
+    } else {
+      this.baked++;
     }
+    const lua = composeDecideScript(policies, variant, baked, costs);
+    script = { lua, sha: createHash('sha1').update(lua).digest('hex'), baked, loaded: false };
+    scripts.set(id, script);
     return script;
   }
 
@@ -213,8 +236,18 @@ export class RedisStore implements RateLimitStore {
   }
 }
 
-function parseReply(reply: ScriptReply): StoreDecision {
+function parseReply(reply: ScriptReply, request: DecideRequest): StoreDecision {
   if (reply === -1) return STALE_DECISION;
+  if (!Array.isArray(reply)) {
+    const verdict: PolicyVerdict = {
+      allowed: true,
+      remaining: request.policies[0].limit - request.costs[0],
+      resetMs: Number(reply),
+      retryAfterMs: 0,
+      delayMs: 0,
+    };
+    return { allowed: true, verdicts: [verdict] };
+  }
   // Five values for one policy; one more (admitted) before each five for several.
   if (reply.length === 5) return { allowed: reply[0] === 1, verdicts: [verdictAt(reply, 0)] };
   // Sized up front: a push into an empty array reserves room for 16.

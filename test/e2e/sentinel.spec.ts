@@ -3,6 +3,7 @@ import { Controller, Get } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RateLimit, RateLimitModule } from '../../lib/index.js';
+import { resolvePolicies } from '../../lib/resolved-policy.js';
 import { composeDecideScript } from '../../lib/stores/lua-script.js';
 import { startRedisSentinel, type RedisSentinelHandle } from '../support/redis-sentinel.js';
 import { holdPort } from '../support/free-port.js';
@@ -64,8 +65,13 @@ describe('Redis Sentinel failover under load', () => {
   });
 
   it('resumes on the promoted replica, reloads the script there, and no error reaches a client', async () => {
+    // The route's script holds its values and cost (1) as literals.
+    const [policy] = resolvePolicies([{ algorithm: 'fixed-window', limit: LIMIT, window: '1h' }], {
+      label: 'sentinel',
+      defaultScope: 'global',
+    });
     const sha = createHash('sha1')
-      .update(composeDecideScript(['fixed-window'], 'consume'))
+      .update(composeDecideScript([policy], 'consume', 'all', [1]))
       .digest('hex');
     // Scripts are not replicated: the replica must be given the script after the failover.
     expect(await scriptExists(sentinel.replica.port, sha)).toBe(false);

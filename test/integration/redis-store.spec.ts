@@ -143,6 +143,58 @@ describe('Redis store', () => {
       expect(pairAgain.results.map((result) => result.remaining)).toEqual([3, 3]);
     });
 
+    it.each([
+      ['whole', 10_000],
+      ['fractional', 1_000.5],
+    ])(
+      "fixed window, %s ms: a window's first charge (answered with its reset alone) reads as the full answer does",
+      async (_, window) => {
+        const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 5, window };
+        const before = await redisNowMs();
+        // Cost 2: not the policy's own, so sent as an argument; then cost 1, its own, written
+        // into another script.
+        const first = await fixture.limiter.consume('fresh', policy, 2);
+        const second = await fixture.limiter.consume('fresh', policy);
+        const after = await redisNowMs();
+        const [key] = await admin.keys('*');
+        const [stored, count] = (await admin.get(key))!.split(':').map(Number);
+        // Both fell in one window unless it ended in between (then count 1 of a new one).
+        const end = (stored + 1) * window;
+        for (const [decision, remaining] of [
+          [first, 3],
+          [second, count === 3 ? 2 : 4],
+        ] as const) {
+          const [result] = decision.results;
+          expect(result).toMatchObject({ allowed: true, remaining, retryAfterMs: 0, delayMs: 0 });
+          // Exact: the window's end less a whole millisecond of Redis TIME.
+          expect(Number.isInteger(end - result.resetMs)).toBe(true);
+          expect(end - result.resetMs).toBeGreaterThanOrEqual(before);
+          expect(end - result.resetMs).toBeLessThanOrEqual(after);
+        }
+      },
+    );
+
+    it("writes at most 64 routes' values into scripts, then sends further ones as arguments", async () => {
+      const limits = Array.from({ length: 80 }, (_, i) => i + 1);
+      const separate = await new LimiterFixture('redis', server.url, { prefix: 'many' }).ready();
+      try {
+        await admin.script('FLUSH');
+        const remaining = await Promise.all(
+          limits.map(async (limit) => {
+            const policy: RateLimitPolicy = { algorithm: 'token-bucket', limit, window: '1m' };
+            await separate.limiter.consume(`many:${limit}`, policy);
+            return (await separate.limiter.consume(`many:${limit}`, policy)).results[0].remaining;
+          }),
+        );
+        expect(remaining).toEqual(limits.map((limit) => Math.max(0, limit - 2)));
+        const memory = await admin.info('memory');
+        // 64 scripts with values written in, and the one that takes them as arguments.
+        expect(/number_of_cached_scripts:(\d+)/.exec(memory)![1]).toBe('65');
+      } finally {
+        await separate.close();
+      }
+    });
+
     it('decides the first requests of new combinations of algorithms sent in one tick', async () => {
       // One auto-pipeline collects them all: each combination's script is new to the client.
       const decisions = await Promise.all(
