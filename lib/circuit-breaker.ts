@@ -3,6 +3,11 @@ import type { BreakerOptions } from './resolved-options.js';
 /** What a call may do: go to the store, go as the one probe of an open breaker, or not go. */
 export type BreakerPass = 'closed' | 'probe' | 'refused';
 
+/** A call refused without asking the store: its breaker is open. */
+export class CircuitOpenError extends Error {
+  override readonly name = 'CircuitOpenError';
+}
+
 /**
  * Counts store failures in a row; at `failures` it opens, and calls are refused at once
  * instead of each waiting out a deadline on a dead or hung store. `halfOpenAfter` ms after

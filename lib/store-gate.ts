@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import { type BreakerPass, CircuitBreaker } from './circuit-breaker.js';
+import { type BreakerPass, CircuitBreaker, CircuitOpenError } from './circuit-breaker.js';
 import { DeadlineExceededError, SilenceMeter, WaitingCall } from './deadline.js';
 import { LocalFallback } from './local-fallback.js';
 import { RateLimitUnavailableException, retryAfterSeconds } from './rate-limit.exceptions.js';
@@ -20,11 +20,6 @@ import { ThrottledLog } from './throttled-log.js';
  * open (README, "Chaos, and long runs").
  */
 const LATENCY_MARGIN = 4;
-
-/** A call refused without asking the store: its breaker is open. */
-export class CircuitOpenError extends Error {
-  override readonly name = 'CircuitOpenError';
-}
 
 /**
  * Everything between the limiter and its store when things go wrong, in one place: the

@@ -1,7 +1,7 @@
+import { CircuitOpenError } from '../../lib/circuit-breaker.js';
 import { DeadlineExceededError } from '../../lib/deadline.js';
 import { createMetrics, failureKind } from '../../lib/metrics.js';
 import { RateLimitConfigError } from '../../lib/rate-limit-config.error.js';
-import { CircuitOpenError } from '../../lib/store-gate.js';
 
 describe('failureKind', () => {
   const withCode = (code: string) => Object.assign(new Error(`connect ${code}`), { code });
