@@ -5,7 +5,9 @@
  * @type {import('@stryker-mutator/api/core').PartialStrykerOptions}
  */
 export default {
-  testRunner: 'jest',
+  // Stryker's Jest runner, loading only the suites whose tests cover the mutant.
+  plugins: ['@stryker-mutator/jest-runner', './scripts/stryker-covering-suites.mjs'],
+  testRunner: 'jest-covering-suites',
   jest: { configFile: 'jest.mutation.config.js' },
   // Jest runs the sources as native ESM.
   testRunnerNodeArgs: ['--experimental-vm-modules'],
@@ -23,12 +25,14 @@ export default {
     'lib/deadline.ts',
     'lib/route-planner.ts',
     'lib/resolved-options.ts',
+    'lib/request-limits.ts',
   ],
   concurrency: 2,
-  // On top of 1.5x the covering tests' own time and the runner's measured overhead: a busy
-  // machine can stall a run for seconds, and a spurious timeout would count as a kill, but
-  // every timeout also costs a runner restart (docs/mutation.md lists the timed-out mutants).
-  timeoutMS: 10_000,
+  // Stryker's limit for a mutant is 1.5x its covering tests' time, plus the initial run's
+  // overhead (loading every suite, seconds), plus this. A hanging test fails on its own at
+  // Jest's testTimeout (jest.mutation.config.js) well before that; a timeout here kills and
+  // restarts the runner, the costliest outcome of a mutant.
+  timeoutMS: 3_000,
   reporters: ['clear-text', 'progress', 'html', 'json'],
   htmlReporter: { fileName: '.tmp/mutation/index.html' },
   jsonReporter: { fileName: '.tmp/mutation/mutation.json' },

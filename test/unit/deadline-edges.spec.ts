@@ -36,6 +36,78 @@ describe('withDeadline', () => {
   });
 });
 
+describe('withDeadline: the shared timer', () => {
+  it('moves to a later request due sooner, leaving no other timer behind', async () => {
+    const timers = () =>
+      process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length;
+    const before = timers();
+    const meter = new SilenceMeter();
+    const answers: (() => void)[] = [];
+    const waiting = [1_000, 40].map((patience) =>
+      meter.withDeadline(new Promise<void>((resolve) => answers.push(resolve)), {
+        patience,
+        timeout: patience,
+        maxWait: 5_000,
+      }),
+    );
+    expect(timers()).toBe(before + 1);
+    answers.forEach((answer) => answer());
+    await Promise.all(waiting);
+    expect(timers()).toBe(before);
+  });
+});
+
+describe('withDeadline, after a deadline has settled a request', () => {
+  const limits = { patience: 20, timeout: 20, maxWait: 5_000 };
+  /** A store call and the functions that answer or fail it later. */
+  const late = () => {
+    const call = {} as { promise: Promise<string>; answer: () => void; fail: () => void };
+    call.promise = new Promise<string>((resolve, reject) => {
+      call.answer = () => resolve('late');
+      call.fail = () => reject(new Error('reset'));
+    });
+    return call;
+  };
+
+  it.each([
+    ['an answer', (call: ReturnType<typeof late>) => call.answer()],
+    ['an error', (call: ReturnType<typeof late>) => call.fail()],
+  ])('hands %s that comes after it to no handler', async (_, settleLate) => {
+    const handled: string[] = [];
+    const call = late();
+    const outcome = await new SilenceMeter().withDeadline(
+      call.promise,
+      limits,
+      performance.now(),
+      (answer) => (handled.push(answer), answer),
+      (error) => (handled.push((error as Error).name), 'failed'),
+    );
+    expect(outcome).toBe('failed');
+    settleLate(call);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(handled).toEqual(['DeadlineExceededError']);
+  });
+
+  it('keeps watching the other requests when it answers late', async () => {
+    const meter = new SilenceMeter();
+    const call = late();
+    const first = meter.withDeadline(call.promise, limits);
+    const other = meter.withDeadline(silent(), { ...limits, patience: 150, timeout: 150 }).then(
+      () => 'answered',
+      (error: Error) => error.name,
+    );
+    await expect(first).rejects.toThrow(DeadlineExceededError);
+    call.answer();
+    // Silent for 150 ms from that answer: the other request still fails at its deadline,
+    // well within this wait.
+    const outcome = await Promise.race([
+      other,
+      new Promise((resolve) => setTimeout(resolve, 1_000, 'still waiting')),
+    ]);
+    expect(outcome).toBe('DeadlineExceededError');
+  });
+});
+
 describe('SilenceMeter: the slowest answer of this span and the previous one, on a stubbed clock', () => {
   let now = 0;
   const realNow = performance.now;
@@ -171,6 +243,71 @@ describe('withDeadline on a fake clock', () => {
     expect(seen.error?.message).toBe(
       'no answer within maxWait 200 ms (the store answers others, or this process is overloaded)',
     );
+  });
+
+  it('gives up at a check that finds exactly timeout ms of silence', async () => {
+    const from = performance.now();
+    // Checked at 40 (due at 39, a millisecond late, which is not late enough to excuse it).
+    const seen = settlement(
+      new SilenceMeter().withDeadline(silent(), { patience: 39, timeout: 40, maxWait: 1_000 }),
+    );
+    await until(39, from);
+    expect(seen.error).toBeUndefined();
+    await until(40, from);
+    expect(seen.error?.message).toBe(SILENT);
+  });
+
+  it('gives up at a check that finds exactly maxWait ms waited, as past maxWait', async () => {
+    const from = performance.now();
+    const seen = settlement(
+      new SilenceMeter().withDeadline(silent(), { patience: 99, timeout: 200, maxWait: 100 }),
+    );
+    await until(99, from);
+    expect(seen.error).toBeUndefined();
+    await until(100, from);
+    expect(seen.error?.message).toBe(
+      'no answer within maxWait 100 ms (the store answers others, or this process is overloaded)',
+    );
+  });
+
+  it('excuses a check only when it ran later than a quarter of the timeout', async () => {
+    const from = performance.now();
+    // Checked at 5, 1 ms late: exactly a quarter of the timeout, which is not later.
+    const seen = settlement(
+      new SilenceMeter().withDeadline(silent(), { patience: 4, timeout: 4, maxWait: 1_000 }),
+    );
+    await until(4, from);
+    expect(seen.error).toBeUndefined();
+    await until(5, from);
+    expect(seen.error?.message).toBe('no answer within 4 ms (store silent)');
+  });
+
+  it('gives a late check a full timeout more, even when the silence is exactly the timeout', async () => {
+    const from = performance.now();
+    // Every check here runs 1 ms late, later than a quarter of the 2 ms timeout: so the call
+    // waits, a full timeout at a time (checks at 2, 5, 8, 11), until maxWait.
+    const seen = settlement(
+      new SilenceMeter().withDeadline(silent(), { patience: 1, timeout: 2, maxWait: 10 }),
+    );
+    await until(10, from);
+    expect(seen.error).toBeUndefined();
+    await until(11, from);
+    expect(seen.error?.message).toBe(
+      'no answer within maxWait 10 ms (the store answers others, or this process is overloaded)',
+    );
+  });
+
+  it('checks every request due by the time a check runs, not a timer later', async () => {
+    const meter = new SilenceMeter();
+    const from = performance.now();
+    const limits = { patience: 45, timeout: 20, maxWait: 1_000 };
+    const first = settlement(meter.withDeadline(silent(), limits));
+    await until(1, from);
+    // Due at 46, when the check of the first (due at 45) runs.
+    const second = settlement(meter.withDeadline(silent(), limits));
+    await until(46, from);
+    expect(first.error?.name).toBe('DeadlineExceededError');
+    expect(second.error?.name).toBe('DeadlineExceededError');
   });
 
   it.each([

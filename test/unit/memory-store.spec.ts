@@ -1,5 +1,7 @@
-import { resolvePolicies } from '../../lib/resolved-policy.js';
+import type { RateLimitPolicy } from '../../lib/rate-limit-policy.interface.js';
+import { type ResolvedPolicy, resolvePolicies } from '../../lib/resolved-policy.js';
 import { MemoryStore } from '../../lib/stores/memory.store.js';
+import type { DecisionMode } from '../../lib/stores/rate-limit-store.interface.js';
 
 const consume = (store: MemoryStore, key: string, now: number | undefined, ttlFloorMs = 0) =>
   store.decide({
@@ -114,5 +116,148 @@ describe('MemoryStore', () => {
     await store.close();
     expect((await store.decide(request())).allowed).toBe(true);
     await store.close();
+  });
+});
+
+describe('MemoryStore block duration', () => {
+  // A virtual decision clock at the start of a minute: every window here starts at T.
+  const T = 1_699_999_980_000;
+  const policies = (...list: RateLimitPolicy[]) =>
+    resolvePolicies(list, { label: 'test', defaultScope: 'global' });
+  const decide = (
+    store: MemoryStore,
+    route: ResolvedPolicy[],
+    now: number,
+    { mode = 'consume' as DecisionMode, ttlFloorMs = 0 } = {},
+  ) =>
+    store.decide({
+      mode,
+      keys: route.map((policy) => `k:${policy.name}`),
+      policies: route,
+      costs: route.map(() => 1),
+      now,
+      ttlFloorMs,
+    });
+  let store: MemoryStore;
+  beforeEach(() => {
+    store = new MemoryStore();
+  });
+  afterEach(() => store.close());
+
+  it('denies from the denial that starts it to its end, charging nothing, then decides as before', async () => {
+    const route = policies({
+      algorithm: 'fixed-window',
+      limit: 2,
+      window: 1_000,
+      blockDuration: 3_000,
+    });
+    expect((await decide(store, route, T)).allowed).toBe(true);
+    expect((await decide(store, route, T)).allowed).toBe(true);
+    // The window would allow again at T + 1000; the block holds to T + 100 + 3000.
+    expect(await decide(store, route, T + 100)).toEqual({
+      allowed: false,
+      verdicts: [{ allowed: false, remaining: 0, resetMs: 3_000, retryAfterMs: 3_000, delayMs: 0 }],
+    });
+    expect((await decide(store, route, T + 2_000)).verdicts).toEqual([
+      { allowed: false, remaining: 0, resetMs: 1_100, retryAfterMs: 1_100, delayMs: 0 },
+    ]);
+    expect((await decide(store, route, T + 3_099)).verdicts[0].retryAfterMs).toBe(1);
+    // Nothing charged during the block: the whole budget at its end.
+    expect((await decide(store, route, T + 3_100)).verdicts[0]).toMatchObject({
+      allowed: true,
+      remaining: 1,
+    });
+  });
+
+  it("reports the policy's own reset and retry when they outlast the block", async () => {
+    const route = policies({
+      algorithm: 'fixed-window',
+      limit: 1,
+      window: 60_000,
+      blockDuration: 1_000,
+    });
+    await decide(store, route, T);
+    expect((await decide(store, route, T + 1)).verdicts[0]).toMatchObject({
+      allowed: false,
+      resetMs: 59_999,
+      retryAfterMs: 59_999,
+    });
+    expect((await decide(store, route, T + 500)).verdicts[0]).toMatchObject({
+      allowed: false,
+      resetMs: 59_500,
+      retryAfterMs: 59_500,
+    });
+  });
+
+  it('starts a block on a denial in a consume only, and on the denying policy only', async () => {
+    const blocking = { algorithm: 'fixed-window', window: 1_000, blockDuration: 10_000 } as const;
+    const route = policies(
+      { ...blocking, name: 'wide', limit: 5 },
+      { ...blocking, name: 'narrow', limit: 1 },
+    );
+    await decide(store, route, T);
+    // A peek denied by 'narrow' starts nothing.
+    expect((await decide(store, route, T + 1, { mode: 'peek' })).allowed).toBe(false);
+    expect((await decide(store, route, T + 1_000)).allowed).toBe(true);
+    // A consume denied by 'narrow' blocks 'narrow', not 'wide', which admitted it.
+    expect((await decide(store, route, T + 1_001)).verdicts.map((v) => v.allowed)).toEqual([
+      true,
+      false,
+    ]);
+    const [wide, narrow] = route;
+    expect((await decide(store, [wide], T + 2_000)).allowed).toBe(true);
+    expect((await decide(store, [narrow], T + 2_000)).verdicts[0]).toMatchObject({
+      allowed: false,
+      retryAfterMs: 9_001,
+    });
+    // A peek during the block is denied by it too.
+    expect((await decide(store, [narrow], T + 2_000, { mode: 'peek' })).verdicts[0]).toMatchObject({
+      allowed: false,
+      retryAfterMs: 9_001,
+    });
+  });
+
+  it('is lifted by a reset of the policy key', async () => {
+    const route = policies({
+      algorithm: 'fixed-window',
+      limit: 1,
+      window: 1_000,
+      blockDuration: 10_000,
+    });
+    await decide(store, route, T);
+    expect((await decide(store, route, T + 1)).allowed).toBe(false);
+    await store.reset(route.map((policy) => `k:${policy.name}`));
+    expect((await decide(store, route, T + 2)).allowed).toBe(true);
+  });
+
+  it('expires in real time its whole duration after it starts, rounded up, or the ttl floor if longer', async () => {
+    const realNow = Date.now;
+    const R = realNow();
+    // The policy's own state (10 ms) expires long before the block's key.
+    const route = policies({
+      algorithm: 'fixed-window',
+      limit: 1,
+      window: 10,
+      blockDuration: 100.5,
+    });
+    const blockedAtRealTime = async (elapsed: number, ttlFloorMs = 0) => {
+      Date.now = () => R;
+      const fresh = new MemoryStore();
+      try {
+        await decide(fresh, route, T, { ttlFloorMs });
+        await decide(fresh, route, T + 1, { ttlFloorMs });
+        Date.now = () => R + elapsed;
+        // The decisions' clock stands still, inside the block: only its key's expiry ends it.
+        return !(await decide(fresh, route, T + 1)).allowed;
+      } finally {
+        Date.now = realNow;
+        await fresh.close();
+      }
+    };
+    expect([await blockedAtRealTime(101), await blockedAtRealTime(102)]).toEqual([true, false]);
+    expect([await blockedAtRealTime(500, 500), await blockedAtRealTime(501, 500)]).toEqual([
+      true,
+      false,
+    ]);
   });
 });

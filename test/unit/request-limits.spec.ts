@@ -1,20 +1,9 @@
-import {
-  Controller,
-  type ExecutionContext,
-  Get,
-  InternalServerErrorException,
-  Logger,
-} from '@nestjs/common';
-import { Test } from '@nestjs/testing';
+import { type ExecutionContext, InternalServerErrorException, Logger } from '@nestjs/common';
 // File by file, not through lib/index.js (see test/support/limiters.ts).
-import { RateLimit } from '../../lib/rate-limit.decorator.js';
 import { RateLimitConfigError } from '../../lib/rate-limit-config.error.js';
-import { RateLimitModule } from '../../lib/rate-limit.module.js';
 import type { RateLimitPolicy } from '../../lib/rate-limit-policy.interface.js';
 import { RequestLimits } from '../../lib/request-limits.js';
 import { type PolicySource, resolvePolicies } from '../../lib/resolved-policy.js';
-import { RoutePlanner } from '../../lib/route-planner.js';
-import { RecordingLogger } from '../support/test-app.js';
 
 const ROUTE: PolicySource = {
   label: 'PlansController.find',
@@ -105,41 +94,6 @@ describe('policies with limit or burst functions, at start-up', () => {
       /cost 3 exceeds what the policy can ever admit \(2\)/,
     );
     expect(() => resolvePolicies([{ limit: () => 2, window: '1m', cost: 3 }], ROUTE)).not.toThrow();
-  });
-
-  it('gives only routes with such functions a per-request path and a per-response RateLimit-Policy', async () => {
-    @Controller()
-    class PlansController {
-      @Get('fixed')
-      @RateLimit({ limit: 3, window: '1m' })
-      fixed() {}
-
-      @Get('by-plan')
-      @RateLimit({ name: 'plan', limit: (context) => LIMITS[planOf(context)], window: '1m' })
-      byPlan() {}
-    }
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        RateLimitModule.forRoot({ policies: [{ name: 'module', limit: () => 1, window: '1s' }] }),
-      ],
-      controllers: [PlansController],
-    })
-      .setLogger(new RecordingLogger())
-      .compile();
-    await moduleRef.init();
-    try {
-      const planner = moduleRef.get(RoutePlanner);
-      const fixed = planner.planFor(PlansController.prototype.fixed, PlansController);
-      const byPlan = planner.planFor(PlansController.prototype.byPlan, PlansController);
-      expect(fixed.limits).toBeUndefined();
-      expect(fixed.policyHeader).toBe('"default";q=3;w=60');
-      expect(byPlan.limits).toBeInstanceOf(RequestLimits);
-      expect(byPlan.policyHeader).toBeUndefined();
-      const sized = await byPlan.limits!.resolve(contextFor('pro'));
-      expect(sized.map(({ limit }) => limit)).toEqual([10]);
-    } finally {
-      await moduleRef.close();
-    }
   });
 });
 

@@ -1,4 +1,11 @@
-import { Controller, Get, Module, type Type, UseGuards } from '@nestjs/common';
+import {
+  Controller,
+  type ExecutionContext,
+  Get,
+  Module,
+  type Type,
+  UseGuards,
+} from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
   RateLimit,
@@ -108,6 +115,23 @@ class GuardedHandlerController {
   @Get()
   @UseGuards(OwnGuard)
   find() {}
+}
+
+/** A route whose limit depends on the user's plan, next to one with a fixed limit. */
+@Controller('plans')
+class PlansController {
+  @Get('fixed')
+  @RateLimit({ limit: 3, window: '1m' })
+  fixed() {}
+
+  @Get('by-plan')
+  @RateLimit({
+    name: 'plan',
+    limit: (context) =>
+      context.switchToHttp().getRequest<{ user: { plan: string } }>().user.plan === 'pro' ? 10 : 2,
+    window: '1m',
+  })
+  byPlan() {}
 }
 
 /** Starts the module's providers only (no HTTP server) and hands back the planner. */
@@ -253,6 +277,21 @@ describe('RoutePlanner at start-up', () => {
       marked(GuardedHandlerController, 'find'),
       marked(PlainController, 'plain'),
     ]).toEqual([true, true, false]);
+    await close();
+  });
+
+  it('gives only routes with limit functions a per-request path and a per-response RateLimit-Policy', async () => {
+    const { planner, close } = await plannerFor([PlansController], {
+      policies: [{ name: 'module', limit: () => 1, window: '1s' }],
+    });
+    const fixed = planner.planFor(PlansController.prototype.fixed, PlansController);
+    const byPlan = planner.planFor(PlansController.prototype.byPlan, PlansController);
+    expect(fixed.limits).toBeUndefined();
+    expect(fixed.policyHeader).toBe('"default";q=3;w=60');
+    expect(byPlan.policyHeader).toBeUndefined();
+    const pro = { switchToHttp: () => ({ getRequest: () => ({ user: { plan: 'pro' } }) }) };
+    const sized = await byPlan.limits!.resolve(pro as unknown as ExecutionContext);
+    expect(sized.map(({ limit }) => limit)).toEqual([10]);
     await close();
   });
 });
