@@ -138,6 +138,9 @@ describe('MemoryStore block duration', () => {
       now,
       ttlFloorMs,
     });
+  /** A route of one fixed-window policy with a block. */
+  const blocking = (limit: number, window: number, blockDuration: number) =>
+    policies({ algorithm: 'fixed-window', limit, window, blockDuration });
   let store: MemoryStore;
   beforeEach(() => {
     store = new MemoryStore();
@@ -145,12 +148,7 @@ describe('MemoryStore block duration', () => {
   afterEach(() => store.close());
 
   it('denies from the denial that starts it to its end, charging nothing, then decides as before', async () => {
-    const route = policies({
-      algorithm: 'fixed-window',
-      limit: 2,
-      window: 1_000,
-      blockDuration: 3_000,
-    });
+    const route = blocking(2, 1_000, 3_000);
     expect((await decide(store, route, T)).allowed).toBe(true);
     expect((await decide(store, route, T)).allowed).toBe(true);
     // The window would allow again at T + 1000; the block holds to T + 100 + 3000.
@@ -170,12 +168,7 @@ describe('MemoryStore block duration', () => {
   });
 
   it("reports the policy's own reset and retry when they outlast the block", async () => {
-    const route = policies({
-      algorithm: 'fixed-window',
-      limit: 1,
-      window: 60_000,
-      blockDuration: 1_000,
-    });
+    const route = blocking(1, 60_000, 1_000);
     await decide(store, route, T);
     expect((await decide(store, route, T + 1)).verdicts[0]).toMatchObject({
       allowed: false,
@@ -190,10 +183,10 @@ describe('MemoryStore block duration', () => {
   });
 
   it('starts a block on a denial in a consume only, and on the denying policy only', async () => {
-    const blocking = { algorithm: 'fixed-window', window: 1_000, blockDuration: 10_000 } as const;
+    const shape = { algorithm: 'fixed-window', window: 1_000, blockDuration: 10_000 } as const;
     const route = policies(
-      { ...blocking, name: 'wide', limit: 5 },
-      { ...blocking, name: 'narrow', limit: 1 },
+      { ...shape, name: 'wide', limit: 5 },
+      { ...shape, name: 'narrow', limit: 1 },
     );
     await decide(store, route, T);
     // A peek denied by 'narrow' starts nothing.
@@ -218,12 +211,7 @@ describe('MemoryStore block duration', () => {
   });
 
   it('is lifted by a reset of the policy key', async () => {
-    const route = policies({
-      algorithm: 'fixed-window',
-      limit: 1,
-      window: 1_000,
-      blockDuration: 10_000,
-    });
+    const route = blocking(1, 1_000, 10_000);
     await decide(store, route, T);
     expect((await decide(store, route, T + 1)).allowed).toBe(false);
     await store.reset(route.map((policy) => `k:${policy.name}`));
@@ -234,12 +222,7 @@ describe('MemoryStore block duration', () => {
     const realNow = Date.now;
     const R = realNow();
     // The policy's own state (10 ms) expires long before the block's key.
-    const route = policies({
-      algorithm: 'fixed-window',
-      limit: 1,
-      window: 10,
-      blockDuration: 100.5,
-    });
+    const route = blocking(1, 10, 100.5);
     const blockedAtRealTime = async (elapsed: number, ttlFloorMs = 0) => {
       Date.now = () => R;
       const fresh = new MemoryStore();
