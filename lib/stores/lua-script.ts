@@ -71,21 +71,23 @@ export function composeDecideScript(
     const window = value(scriptArgs[1]);
     const burst = takesBurst(algorithm) ? value(scriptArgs[2]) : 'nil';
     const cost = baked === 'all' ? String(costs[i]) : argument();
+    // The first state lua/fixed-window-fresh.lua writes, the cost as text.
+    const firstState = baked === 'all' ? `'%d:${costs[i]}'` : `'%d:' .. ARGV[${at}]`;
     const values = `${limit}, ${window}, ${burst}, ${cost}`;
     const step =
       blockMs > 0
         ? `with_block(${stepName(algorithm)}, KEYS[${++blockKey}], ${value(String(blockMs))})`
         : stepName(algorithm);
-    return { step, values };
+    return { step, values, firstState };
   });
   if (bindings.length === 1) {
     // Plain locals for decide-one.lua: no function to create and call on each decision.
-    const [{ step, values }] = bindings;
+    const [{ step, values, firstState }] = bindings;
     const fresh = variant === 'consume' && algorithms[0] === 'fixed-window' && !blocking;
     return [
       LUA_SOURCES[PRELUDES[variant]],
       `local limit, window, burst, cost, read = ${values}`,
-      ...(fresh ? [LUA_SOURCES['fixed-window-fresh']] : []),
+      ...(fresh ? [`local first_state = ${firstState}`, LUA_SOURCES['fixed-window-fresh']] : []),
       LUA_SOURCES.num,
       ...files,
       `local step = ${step}`,
