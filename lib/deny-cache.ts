@@ -73,24 +73,24 @@ export class DenyCache {
     }
     if (!covered) return undefined;
     const elapsed = now - denial.sentAt;
-    return {
-      allowed: false,
-      cached: true,
-      results: denial.results.map((result, i) => {
-        const denies = now < denial.until[i] && costs[i] >= denial.costs[i];
-        return {
-          policy: result.policy,
-          allowed: !denies,
-          limit: result.limit,
-          window: result.window,
-          capacity: result.capacity,
-          remaining: result.remaining,
-          resetMs: Math.max(0, result.resetMs - elapsed),
-          retryAfterMs: denies ? result.retryAfterMs - elapsed : 0,
-          delayMs: 0,
-        };
-      }),
-    };
+    // A loop, not map(): this answers every request of a client hammering a spent limit.
+    const results = new Array<PolicyResult>(denial.results.length);
+    for (let i = 0; i < results.length; i++) {
+      const result = denial.results[i];
+      const denies = now < denial.until[i] && costs[i] >= denial.costs[i];
+      results[i] = {
+        policy: result.policy,
+        allowed: !denies,
+        limit: result.limit,
+        window: result.window,
+        capacity: result.capacity,
+        remaining: result.remaining,
+        resetMs: Math.max(0, result.resetMs - elapsed),
+        retryAfterMs: denies ? result.retryAfterMs - elapsed : 0,
+        delayMs: 0,
+      };
+    }
+    return { allowed: false, cached: true, results };
   }
 
   /** Keeps a denial the store answered for a request sent at `sentAt`, unless a reset came in between. */

@@ -35,7 +35,7 @@ export function writeRateLimitHeaders(
     set('RateLimit', value);
   }
   if (style === 'legacy' || style === 'both') {
-    const tightest = results.reduce(moreRestrictive);
+    const tightest = results[tightestResult(results)];
     set('X-RateLimit-Limit', String(quota(tightest)));
     set('X-RateLimit-Remaining', String(tightest.remaining));
     set('X-RateLimit-Reset', String(seconds(tightest.resetMs)));
@@ -61,7 +61,15 @@ export function rateLimitPolicyHeader(policies: readonly PolicyShape[]): string 
 /** What a client can ever have left: a bucket's burst when it exceeds the limit, so r <= q. */
 const quota = (p: PolicyShape): number => Math.max(p.limit, p.capacity);
 
-function moreRestrictive(a: PolicyResult, b: PolicyResult): PolicyResult {
-  if (a.remaining !== b.remaining) return a.remaining < b.remaining ? a : b;
-  return b.resetMs > a.resetMs ? b : a;
+/** The index of the result the legacy headers describe: fewest remaining, then latest reset. */
+export function tightestResult(results: readonly PolicyResult[]): number {
+  let tightest = 0;
+  for (let i = 1; i < results.length; i++) {
+    const a = results[tightest];
+    const b = results[i];
+    if (a.remaining !== b.remaining ? b.remaining < a.remaining : b.resetMs > a.resetMs) {
+      tightest = i;
+    }
+  }
+  return tightest;
 }

@@ -23,10 +23,11 @@ import {
 } from './rate-limit.exceptions.js';
 import { onRenderedByModule } from './rate-limit.filter.js';
 import type { RateLimitDecision } from './rate-limit-decision.interface.js';
-import { writeRateLimitHeaders } from './rate-limit-headers.js';
+import { tightestResult, writeRateLimitHeaders } from './rate-limit-headers.js';
 import { RateLimiter } from './rate-limiter.service.js';
 import type { ResolvedRateLimitOptions } from './resolved-options.js';
 import type { ResolvedPolicy } from './resolved-policy.js';
+import { type RenderedDenial, RenderedDenials } from './rendered-denial.js';
 import { type RoutePlan, RoutePlanner } from './route-planner.js';
 import { ThrottledLog } from './throttled-log.js';
 import { responseOf, transportError } from './transports.js';
@@ -50,10 +51,20 @@ export class RateLimitGuard implements CanActivate {
   [GLOBAL_GUARD] = false;
   private readonly responses: DenialResponses;
   /**
-   * Routes whose 429s this guard renders itself: the module's own RateLimitExceptionFilter
-   * rendered one it threw there, so no filter of the app's comes before it.
+   * Routes whose 429s this guard renders itself, with the last one rendered there: the
+   * module's own RateLimitExceptionFilter rendered one it threw there, so no filter of the
+   * app's comes before it.
    */
-  private readonly answersOwnDenials = new WeakSet<RoutePlan>();
+  private readonly ownDenials = new WeakMap<RoutePlan, RenderedDenials>();
+  /**
+   * Header names as the HTTP adapter stores them: Fastify lowercases every name it is given,
+   * which costs a new string (and a lookup of it) per header unless it is lowercase already.
+   */
+  private headerName: (name: string) => string = (name) => {
+    const lower = this.adapterHost.httpAdapter?.getType() === 'fastify';
+    this.headerName = lower ? (given) => given.toLowerCase() : (given) => given;
+    return this.headerName(name);
+  };
   /** False in a subclass that overrides deny or getResponse: its 429s are always thrown. */
   private readonly mayAnswerDenials: boolean;
 
@@ -109,9 +120,9 @@ export class RateLimitGuard implements CanActivate {
       return this.onStoreFailure(context, error);
     }
     this.reporter?.report(context, plan, clientKeys, decision);
+    if (!decision.allowed && !this.options.dryRun) return this.refuse(context, decision, plan);
     this.setHeaders(context, decision, plan);
     if (!decision.allowed) {
-      if (!this.options.dryRun) return this.refuse(context, decision, plan);
       this.dryRunLog.warn(
         `dry run: would have denied ${clientKeys[0]} on ${controller.name}.${handler.name}`,
       );
@@ -124,14 +135,14 @@ export class RateLimitGuard implements CanActivate {
   }
 
   /**
-   * Answers a denial: with deny()'s exception, or on HTTP routes whose 429s the module's own
-   * filter is known to render, with the same response rendered here. Thrown, a 429 travels
-   * back through five of Nest's async frames, each rethrowing it (V8 builds a message for
-   * every throw), to the exceptions handler, which picks the filter: on Fastify that was most
-   * of what a hot-key 429 cost beyond the no-limiter app's 200. Rendered here, the request ends
-   * with the response, and the promise Nest awaits for it never settles (nothing refers to it
-   * then, so it is collected); instrumentation that wraps Nest's route handlers sees such a
-   * request begin but not end.
+   * Answers a denial, headers first: with deny()'s exception, or on HTTP routes whose 429s
+   * the module's own filter is known to render, with the same response rendered here. Thrown,
+   * a 429 travels back through five of Nest's async frames, each rethrowing it (V8 builds a
+   * message for every throw), to the exceptions handler, which picks the filter: on Fastify
+   * that was most of what a hot-key 429 cost beyond the no-limiter app's 200. Rendered here,
+   * the request ends with the response, and the promise Nest awaits for it never settles
+   * (nothing refers to it then, so it is collected); instrumentation that wraps Nest's route
+   * handlers sees such a request begin but not end.
    */
   private refuse(
     context: ExecutionContext,
@@ -139,11 +150,12 @@ export class RateLimitGuard implements CanActivate {
     plan: RoutePlan,
   ): Promise<never> {
     const http = context.getType<string>() === 'http';
-    if (http && this.answersOwnDenials.has(plan)) {
-      const { retryAfter, message } = this.denial(decision);
+    const rendered = http ? this.ownDenials.get(plan) : undefined;
+    if (rendered) {
+      const { headers, retryAfter, message } = this.rendered(rendered, decision, plan);
       const response = this.getResponse(context);
       const { httpAdapter } = this.adapterHost;
-      httpAdapter.setHeader(response, 'Retry-After', String(retryAfter));
+      for (const [name, value] of headers) httpAdapter.setHeader(response, name, value);
       httpAdapter.reply(
         response,
         this.responses.limitedBody(context, decision, message, retryAfter),
@@ -151,14 +163,36 @@ export class RateLimitGuard implements CanActivate {
       );
       return new Promise<never>(() => undefined);
     }
+    this.setHeaders(context, decision, plan);
     try {
       this.deny(context, decision);
     } catch (error) {
       if (http && this.mayAnswerDenials && error instanceof RateLimitExceededException) {
-        onRenderedByModule(error, () => this.answersOwnDenials.add(plan));
+        onRenderedByModule(error, () => this.ownDenials.set(plan, new RenderedDenials()));
       }
       throw error;
     }
+  }
+
+  /** The headers and message of the 429 refuse() renders: the route's last, if it shows the same. */
+  private rendered(
+    denials: RenderedDenials,
+    decision: RateLimitDecision,
+    plan: RoutePlan,
+  ): RenderedDenial {
+    const style = this.options.headers;
+    const retryAfter = retryAfterOf(decision);
+    const tightest = style === 'legacy' || style === 'both' ? tightestResult(decision.results) : -1;
+    const known = denials.find(decision, retryAfter, tightest);
+    if (known) return known;
+    const headers: [string, string][] = [];
+    writeRateLimitHeaders(decision, style, plan.policyHeader, (name, value) =>
+      headers.push([this.headerName(name), value]),
+    );
+    headers.push([this.headerName('Retry-After'), String(retryAfter)]);
+    const rendered = { headers, retryAfter, message: denialMessage(decision, retryAfter) };
+    denials.keep(decision, retryAfter, tightest, rendered);
+    return rendered;
   }
 
   /** Who is limited, per policy; override to key by user, API key or tenant. */
@@ -205,35 +239,14 @@ export class RateLimitGuard implements CanActivate {
    * cost can pass, and the message says so.
    */
   protected deny(context: ExecutionContext, decision: RateLimitDecision): never {
-    const { retryAfter, message } = this.denial(decision);
+    const retryAfter = retryAfterOf(decision);
     this.setRetryAfter(context, retryAfter);
-    throw this.responses.limited(context, decision, message, retryAfter);
-  }
-
-  /** Retry-After and the message of a 429 (see deny). */
-  private denial(decision: RateLimitDecision): { retryAfter: number; message: string } {
-    let retryAfterMs = 0;
-    const denied: string[] = [];
-    const hopeless: string[] = [];
-    const capacities: number[] = [];
-    for (const result of decision.results) {
-      if (result.allowed || result.shadow) continue;
-      denied.push(`"${result.policy}"`);
-      if (result.retryAfterMs === Infinity) {
-        hopeless.push(`"${result.policy}"`);
-        capacities.push(result.capacity);
-      }
-      retryAfterMs = Math.max(
-        retryAfterMs,
-        result.retryAfterMs === Infinity ? result.window : result.retryAfterMs,
-      );
-    }
-    const retryAfter = retryAfterSeconds(retryAfterMs);
-    const message =
-      hopeless.length > 0
-        ? `Rate limit exceeded: this request costs more than ${hopeless.join(', ')} can ever admit (${capacities.join(', ')}); retrying cannot help.`
-        : `Rate limit exceeded (${denied.join(', ')}); retry in ${retryAfter} s.`;
-    return { retryAfter, message };
+    throw this.responses.limited(
+      context,
+      decision,
+      denialMessage(decision, retryAfter),
+      retryAfter,
+    );
   }
 
   /**
@@ -279,4 +292,35 @@ export class RateLimitGuard implements CanActivate {
       httpAdapter.setHeader(response, name, value),
     );
   }
+}
+
+/** Whole seconds for a 429's Retry-After: the latest of the denying policies' (see deny). */
+function retryAfterOf(decision: RateLimitDecision): number {
+  let retryAfterMs = 0;
+  for (const result of decision.results) {
+    if (result.allowed || result.shadow) continue;
+    retryAfterMs = Math.max(
+      retryAfterMs,
+      result.retryAfterMs === Infinity ? result.window : result.retryAfterMs,
+    );
+  }
+  return retryAfterSeconds(retryAfterMs);
+}
+
+/** The message of a 429 (see deny). */
+function denialMessage(decision: RateLimitDecision, retryAfter: number): string {
+  const denied: string[] = [];
+  const hopeless: string[] = [];
+  const capacities: number[] = [];
+  for (const result of decision.results) {
+    if (result.allowed || result.shadow) continue;
+    denied.push(`"${result.policy}"`);
+    if (result.retryAfterMs === Infinity) {
+      hopeless.push(`"${result.policy}"`);
+      capacities.push(result.capacity);
+    }
+  }
+  return hopeless.length > 0
+    ? `Rate limit exceeded: this request costs more than ${hopeless.join(', ')} can ever admit (${capacities.join(', ')}); retrying cannot help.`
+    : `Rate limit exceeded (${denied.join(', ')}); retry in ${retryAfter} s.`;
 }

@@ -132,6 +132,62 @@ describe.each<AdapterKind>(['express', 'fastify'])('429s over HTTP with %s', (ad
     }
   });
 
+  it('counts Retry-After, the RateLimit headers and the message down in the 429s it renders', async () => {
+    const clock = new VirtualClock(1_700_000_040_000);
+    await withApp(
+      startApp(
+        adapter,
+        [
+          RateLimitModule.forRoot({
+            redis: server.url,
+            prefix: `countdown-${adapter}`,
+            keyBy: byClientHeader,
+            clock: clock.read,
+            headers: 'both',
+          }),
+        ],
+        [OneController],
+      ),
+      async (running) => {
+        const who = nextClient();
+        const shown = async () => {
+          const response = await running.get('/one', who);
+          const header = (name: string) => response.headers.get(name);
+          return {
+            ...(await seen(response)),
+            legacy: [
+              header('x-ratelimit-limit'),
+              header('x-ratelimit-remaining'),
+              header('x-ratelimit-reset'),
+            ],
+          };
+        };
+        const expected = (seconds: number) => ({
+          status: 429,
+          retryAfter: String(seconds),
+          policy: '"default";q=1;w=60',
+          rateLimit: `"default";r=0;t=${seconds}`,
+          contentType: expect.stringMatching(/^application\/json/),
+          body: {
+            statusCode: 429,
+            error: 'Too Many Requests',
+            message: `Rate limit exceeded ("default"); retry in ${seconds} s.`,
+            retryAfter: seconds,
+          },
+          legacy: ['1', '0', String(seconds)],
+        });
+        expect((await running.get('/one', who)).status).toBe(200);
+        // The first 429 is the filter's; the later ones are rendered by the guard.
+        const answers = [await shown(), await shown()];
+        for (const step of [1_000, 0, 500, 500, 1]) {
+          clock.advance(step);
+          answers.push(await shown());
+        }
+        expect(answers).toEqual([60, 60, 59, 59, 59, 58, 58].map(expected));
+      },
+    );
+  });
+
   it.each([
     ['app.useGlobalFilters', CountingFilter, OneController, '/one'],
     ['app.useGlobalFilters, catching everything', CatchAllFilter, OneController, '/one'],
