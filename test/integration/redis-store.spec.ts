@@ -174,6 +174,20 @@ describe('Redis store', () => {
       },
     );
 
+    it("fixed window: an earlier window's state still there (its last ms) is no count of this one", async () => {
+      const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 5, window: '1h' };
+      await fixture.limiter.consume('edge', policy);
+      const [key] = await admin.keys('*');
+      const [index] = (await admin.get(key))!.split(':').map(Number);
+      // As SET ... NX GET finds it in the ms a window ends: present, but the previous one's.
+      await admin.set(key, `${index - 1}:4`, 'PX', 60_000);
+      const [result] = (await fixture.limiter.consume('edge', policy)).results;
+      expect(result.remaining).toBe(4);
+      const [stored, count] = (await admin.get(key))!.split(':').map(Number);
+      expect(stored).toBeGreaterThanOrEqual(index);
+      expect(count).toBe(1);
+    });
+
     it("writes at most 64 routes' values into scripts, then sends further ones as arguments", async () => {
       const limits = Array.from({ length: 80 }, (_, i) => i + 1);
       const separate = await new LimiterFixture('redis', server.url, { prefix: 'many' }).ready();
