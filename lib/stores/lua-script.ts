@@ -136,21 +136,23 @@ export function costsAreStatic(request: DecideRequest): boolean {
  * policies' keys, then the block keys of those with a block duration; the variant's leading
  * values, then per policy what the script does not hold (see Baked): limit, window, burst
  * (buckets only), cost and block (if any). EVAL takes `keyCount(request.policies)` of them
- * as keys.
+ * as keys. Appended to `args`, which are returned.
  */
 export function scriptArguments(
   request: DecideRequest,
   mode: ScriptMode,
   variant: ScriptVariant,
   baked: Baked = 'none',
+  args: (string | number)[] = [],
 ): (string | number)[] {
   const { keys, policies, costs } = request;
-  const args: (string | number)[] = [...keys];
+  for (let i = 0; i < keys.length; i++) args.push(keys[i]);
   for (let i = 0; i < policies.length; i++) {
     if (policies[i].blockMs > 0) args.push(keys[i] + BLOCK_KEY_SUFFIX);
   }
-  if (variant === 'consume') args.push(request.wantedUntil ?? '');
-  else args.push(mode, request.now ?? '', request.ttlFloorMs, request.wantedUntil ?? '');
+  const wantedUntil = wantedUntilArgument(request.wantedUntil);
+  if (variant === 'consume') args.push(wantedUntil);
+  else args.push(mode, request.now ?? '', request.ttlFloorMs, wantedUntil);
   if (baked === 'all') return args;
   for (let i = 0; i < policies.length; i++) {
     const { algorithm, scriptArgs, blockMs } = policies[i];
@@ -164,6 +166,24 @@ export function scriptArguments(
     if (blockMs > 0) args.push(blockMs);
   }
   return args;
+}
+
+let lastWantedMs = NaN;
+let lastWantedText = '';
+
+/**
+ * `wantedUntil` as sent: in whole ms, which changes no outcome (the scripts compare it with
+ * Redis TIME in whole ms, and t > w iff t > floor(w) for a whole t) and spares both sides a
+ * fraction's digits; the last one's text is kept, since the calls of one ms share it.
+ */
+function wantedUntilArgument(wantedUntil: number | undefined): string {
+  if (wantedUntil === undefined) return '';
+  const ms = Math.floor(wantedUntil);
+  if (ms !== lastWantedMs) {
+    lastWantedMs = ms;
+    lastWantedText = String(ms);
+  }
+  return lastWantedText;
 }
 
 /** How many of the script's arguments are keys: one per policy, one per block. */

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Cluster, Redis } from 'ioredis';
+import type { Writable } from 'node:stream';
+import { type Cluster, Command, Redis, type RedisOptions } from 'ioredis';
 import type { ResolvedPolicy } from '../resolved-policy.js';
 import { BLOCK_KEY_SUFFIX } from '../client-key.js';
 import {
@@ -42,6 +43,8 @@ interface DecideScript {
   readonly sha: string;
   /** What it holds as literals, so what the call must send. */
   readonly baked: Baked;
+  /** How many of its arguments are keys (keyCount), as sent. */
+  readonly keyCount: string;
   /** Sent with EVAL on the current connection, so that server has it cached. */
   loaded: boolean;
 }
@@ -76,6 +79,22 @@ export class RedisStore implements RateLimitStore {
   } = { policies: [], variant: 'consume', staticCosts: true, script: undefined };
   private baked = 0;
   private readonly isCluster: boolean;
+  /**
+   * Whether calls go out as Commands of their own (see send): on a standalone client made
+   * by the copy of ioredis this package loads, whose Command class it then knows.
+   */
+  private readonly direct: boolean;
+  /** What the client's own methods give each Command: string replies, its key prefix. */
+  private readonly commandOptions: { replyEncoding: 'utf8'; keyPrefix: string | undefined };
+  /** The client's showFriendlyErrorStack: each command then records where it was sent from. */
+  private readonly friendlyStacks: boolean;
+  /**
+   * The arguments of the EVALSHA being sent: the Command copies them, so one array serves
+   * every call (a new one cost about 200 bytes a call).
+   */
+  private readonly args: (string | number)[] = [];
+  /** The socket held corked until the next check phase of the event loop, if one is. */
+  private corked: Writable | undefined;
 
   /** @param owned the store closes the client only if it created it */
   constructor(
@@ -85,8 +104,17 @@ export class RedisStore implements RateLimitStore {
     // A lazyConnect client would otherwise never connect: fast failure sends it no command.
     if (client.status === 'wait') client.connect().catch(() => undefined);
     this.isCluster = client.isCluster;
+    this.direct = client instanceof Redis;
+    this.commandOptions = { replyEncoding: 'utf8', keyPrefix: client.options.keyPrefix };
+    this.friendlyStacks = (client.options as RedisOptions).showFriendlyErrorStack === true;
     client.on('ready', this.forgetLoadedScripts);
   }
+
+  private readonly uncork = (): void => {
+    const stream = this.corked;
+    this.corked = undefined;
+    stream?.uncork();
+  };
 
   /**
    * A new connection may reach a server without the scripts (a restart, a failover): its first
@@ -142,23 +170,60 @@ export class RedisStore implements RateLimitStore {
   private runScript(request: DecideRequest, mode: ScriptMode): Promise<StoreDecision> {
     const variant = variantFor(request, mode);
     const script = this.scriptFor(request, variant);
-    const args = scriptArguments(request, mode, variant, script.baked);
-    const keys = keyCount(request.policies);
     const toDecision = (reply: unknown) => parseReply(reply as ScriptReply, request);
     if (!script.loaded) {
       script.loaded = true;
-      return this.evaluate(script, keys, args).then(toDecision);
+      return this.evaluate(script, request, mode, variant).then(toDecision);
     }
-    return this.client.evalsha(script.sha, keys, ...args).then(toDecision, (error) => {
+    const { args } = this;
+    args[0] = script.sha;
+    args[1] = script.keyCount;
+    // Shortened, not emptied: emptied, V8 would free the room the next call needs.
+    args.length = 2;
+    scriptArguments(request, mode, variant, script.baked, args);
+    return this.send('evalsha', args).then(toDecision, (error) => {
       // A restart, failover or SCRIPT FLUSH empties the script cache; EVAL refills it.
       if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-      return this.evaluate(script, keys, args).then(toDecision);
+      return this.evaluate(script, request, mode, variant).then(toDecision);
     });
   }
 
   /** EVAL: the script's text, which also puts it in the server's script cache. */
-  private evaluate(script: DecideScript, keys: number, args: (string | number)[]) {
-    return this.client.eval(script.lua, keys, ...args);
+  private evaluate(
+    script: DecideScript,
+    request: DecideRequest,
+    mode: ScriptMode,
+    variant: ScriptVariant,
+  ): Promise<unknown> {
+    const args: (string | number)[] = [script.lua, script.keyCount];
+    return this.send('eval', scriptArguments(request, mode, variant, script.baked, args));
+  }
+
+  /**
+   * `name` with `args`, as the client's own method would send it. On a standalone client it
+   * skips the auto-pipeline, which wraps each call in a pipeline's promises, callbacks and
+   * result arrays (about 2 kB and 2 µs per decision): the command goes to the client as
+   * is, and the socket stays corked until the next check phase of the event loop, where
+   * the auto-pipeline would flush too, so that a turn's calls still leave in one write.
+   */
+  private send(name: 'eval' | 'evalsha', args: (string | number)[]): Promise<unknown> {
+    const client = this.client as Redis;
+    if (!this.direct) return client[name](...(args as [string, number]));
+    // The Command copies args (ioredis flattens them): the caller may use them again.
+    const options = this.friendlyStacks
+      ? { ...this.commandOptions, errorStack: new Error() }
+      : this.commandOptions;
+    const command = new Command(name, args, options);
+    const stream: Writable | undefined = client.stream;
+    if (stream && this.corked !== stream) {
+      // A new socket within the turn (a reconnect): the old one goes at once.
+      if (this.corked) this.corked.uncork();
+      else setImmediate(this.uncork);
+      stream.cork();
+      this.corked = stream;
+    }
+    client.sendCommand(command);
+    return command.promise;
   }
 
   /** The script for this request's policies in this variant, composed the first time. */
@@ -198,7 +263,8 @@ export class RedisStore implements RateLimitStore {
       this.baked++;
     }
     const lua = composeDecideScript(policies, variant, baked, costs);
-    script = { lua, sha: createHash('sha1').update(lua).digest('hex'), baked, loaded: false };
+    const sha = createHash('sha1').update(lua).digest('hex');
+    script = { lua, sha, baked, keyCount: String(keyCount(policies)), loaded: false };
     scripts.set(id, script);
     return script;
   }

@@ -1,5 +1,9 @@
-import { Redis } from 'ioredis';
+import { once } from 'node:events';
+import { Redis, type RedisOptions } from 'ioredis';
 import { type Algorithm, ALGORITHMS, type RateLimitPolicy } from '../../lib/index.js';
+import { RateLimiter } from '../../lib/rate-limiter.service.js';
+import { resolveOptions } from '../../lib/resolved-options.js';
+import { RedisStore } from '../../lib/stores/redis.store.js';
 import { LimiterFixture, VirtualClock } from '../support/limiters.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 
@@ -220,6 +224,42 @@ describe('Redis store', () => {
         ),
       );
       expect(decisions.map((decision) => decision.allowed)).toEqual(ALGORITHMS.map(() => true));
+    });
+  });
+
+  describe("on a client the user configured (the store sends its own commands, not the client's methods)", () => {
+    const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 100, window: '1m' };
+    const limiterOn = async (options: RedisOptions) => {
+      const client = new Redis(server.url, options);
+      if (client.status !== 'ready') await once(client, 'ready');
+      const store = new RedisStore(client, true);
+      return { client, store, limiter: new RateLimiter(resolveOptions({ prefix: 'app1' }), store) };
+    };
+
+    it("keeps the client's key prefix, as its own methods would", async () => {
+      const { limiter, store } = await limiterOn({ keyPrefix: 'tenant:' });
+      await limiter.consume('user-1', policy);
+      const second = await limiter.consume('user-1', policy);
+      expect(second.results[0].remaining).toBe(98);
+      expect(await admin.keys('*')).toEqual([expect.stringMatching(/^tenant:app1:\{user-1\}:/)]);
+      await store.close();
+    });
+
+    it("leaves the socket to the client's other commands, in the same turn and after", async () => {
+      // No auto-pipeline: the store still sends a turn's calls together, and lets go of the
+      // socket at the end of the turn (else these would wait forever).
+      const { client, limiter, store } = await limiterOn({ enableAutoPipelining: false });
+      const decisions = Array.from({ length: 50 }, (_, i) =>
+        limiter.consume(`burst-${i % 5}`, policy),
+      );
+      const ping = client.ping();
+      const remaining = (await Promise.all(decisions)).map(
+        (decision) => decision.results[0].remaining,
+      );
+      expect(remaining.sort((a, b) => a - b).slice(0, 5)).toEqual([90, 90, 90, 90, 90]);
+      expect(await ping).toBe('PONG');
+      expect(await client.dbsize()).toBe(5);
+      await store.close();
     });
   });
 
