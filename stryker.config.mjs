@@ -12,8 +12,9 @@ export default {
   // Jest runs the sources as native ESM.
   testRunnerNodeArgs: ['--experimental-vm-modules'],
   coverageAnalysis: 'perTest',
-  // The embedded store, policy and option resolution, headers, keys, the deadline and the
-  // guard's route planning: the TypeScript that unit-level tests can hold. The Lua side is
+  // The embedded store, policy, option and per-request limit resolution, headers, keys, the
+  // deadline, the guard's route planning, its decision reports, denial bodies and metrics:
+  // the TypeScript that unit-level tests can hold. The Lua side is
   // held by the differential and Redis integration tests instead (docs/mutation.md).
   mutate: [
     'lib/stores/memory.store.ts',
@@ -26,6 +27,9 @@ export default {
     'lib/route-planner.ts',
     'lib/resolved-options.ts',
     'lib/request-limits.ts',
+    'lib/metrics.ts',
+    'lib/decision-reporter.ts',
+    'lib/denial-responses.ts',
   ],
   concurrency: 2,
   // Stryker's limit for a mutant is 1.5x its covering tests' time, plus the initial run's
