@@ -78,6 +78,10 @@ class CostsController {
   @Get('per-plan')
   @RateLimit({ name: 'a', limit: 5, window: '1s' }, { name: 'plan', limit: () => 2, window: '1s' })
   perPlan() {}
+
+  @Get('unknown-plan')
+  @RateLimit({ name: 'plan', limit: () => 0, window: '1s' })
+  unknownPlan() {}
 }
 
 @Controller('partly')
@@ -149,7 +153,13 @@ async function planner(
     providers = [],
     imports = [],
     policies = [{ name: 'module', limit: 10, window: '1m' }],
-  }: { providers?: unknown[]; imports?: Type[]; policies?: unknown[] } = {},
+    logger = quiet,
+  }: {
+    providers?: unknown[];
+    imports?: Type[];
+    policies?: unknown[];
+    logger?: typeof quiet;
+  } = {},
 ): Promise<{ planner: RoutePlanner; close: () => Promise<void> }> {
   const moduleRef = await Test.createTestingModule({
     imports: [DiscoveryModule, ...imports],
@@ -161,7 +171,7 @@ async function planner(
       ...(providers as Type[]),
     ],
   })
-    .setLogger(quiet)
+    .setLogger(logger)
     .compile();
   await moduleRef.init();
   return { planner: moduleRef.get(RoutePlanner), close: () => moduleRef.close() };
@@ -171,6 +181,22 @@ const handler = (owner: Type, name: string) =>
   (owner.prototype as Record<string, RouteTarget>)[name];
 const planOf = (p: RoutePlanner, owner: Type, name: string) =>
   p.planFor(handler(owner, name), owner);
+
+describe("RoutePlanner's log", () => {
+  it("names the limiter as the context of what a route's limit functions log", async () => {
+    const warned: unknown[][] = [];
+    const { planner: p, close } = await planner([CostsController], {
+      logger: { ...quiet, warn: (...args: unknown[]) => void warned.push(args) },
+    });
+    try {
+      const limits = planOf(p, CostsController, 'unknownPlan').limits!;
+      await expect(limits.resolve({} as never)).rejects.toThrow('not a positive integer');
+      expect(warned).toEqual([[expect.stringContaining('its limit function gave 0'), 'RateLimit']]);
+    } finally {
+      await close();
+    }
+  });
+});
 
 describe('RoutePlanner plans', () => {
   let p: RoutePlanner;
