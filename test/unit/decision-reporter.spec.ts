@@ -53,6 +53,7 @@ const optionsOf = ({
 function reporterFor(options: Parameters<typeof optionsOf>[0] = {}, hook = true) {
   const events: RateLimitDecisionEvent[] = [];
   const measured: string[] = [];
+  const { logger, warnings } = recordingLogger();
   const reporter = new DecisionReporter(
     optionsOf({
       ...options,
@@ -61,9 +62,9 @@ function reporterFor(options: Parameters<typeof optionsOf>[0] = {}, hook = true)
         decided: (_: RoutePlan, outcome: string) => measured.push(outcome),
       } as unknown as RateLimitMetrics,
     }),
-    recordingLogger().logger,
+    logger,
   );
-  return { reporter, events, measured };
+  return { reporter, events, measured, warnings };
 }
 
 describe('DecisionReporter', () => {
@@ -94,9 +95,11 @@ describe('DecisionReporter', () => {
       { allowed: false, results: [result(false), result(true)], cached: true },
     ],
   ])('reports %s as %s to the hook and the metrics', (_, outcome, options, decision) => {
-    const { reporter, events, measured } = reporterFor(options);
+    const { reporter, events, measured, warnings } = reporterFor(options);
     reporter.report(CONTEXT, planOf(), KEYS, decision);
     expect(measured).toEqual([outcome]);
+    // The hook returned nothing, and nothing is complained of.
+    expect(warnings).toEqual([]);
     expect(events).toHaveLength(1);
     const [event] = events;
     expect(event).toEqual({

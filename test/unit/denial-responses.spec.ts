@@ -40,11 +40,13 @@ describe('DenialResponses: the 429', () => {
   });
 
   it('takes a limitedResponse string as its message', () => {
-    const { responses } = responsesFor({ limitedResponse: 'Slow down' });
+    const { responses, warnings } = responsesFor({ limitedResponse: 'Slow down' });
     const denial = responses.limited(CONTEXT, DECISION, MESSAGE, 7);
     expect(denial.message).toBe('Slow down');
     expect(denial.getResponse()).toEqual(defaultBody('Slow down'));
     expect(responses.limitedBody(CONTEXT, DECISION, MESSAGE, 7)).toEqual(defaultBody('Slow down'));
+    // A string is not called as a body function.
+    expect(warnings).toEqual([]);
   });
 
   it('takes the body a limitedResponse function makes of the request and the denial', () => {

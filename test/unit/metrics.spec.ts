@@ -1,8 +1,10 @@
+import { jest } from '@jest/globals';
 import { CircuitOpenError } from '../../lib/circuit-breaker.js';
 import { DeadlineExceededError } from '../../lib/deadline.js';
 import {
   createMetrics,
   failureKind,
+  globalMeterProvider,
   type ObservableResult,
   type RateLimitMeterProvider,
 } from '../../lib/metrics.js';
@@ -19,6 +21,13 @@ describe('failureKind', () => {
     [withCode('ECONNREFUSED'), 'disconnected'],
     [withCode('ECONNRESET'), 'disconnected'],
     [withCode('EPIPE'), 'disconnected'],
+    [withCode('ENOTFOUND'), 'disconnected'],
+    [withCode('EHOSTUNREACH'), 'disconnected'],
+    [withCode('ENETUNREACH'), 'disconnected'],
+    [withCode('ECONNABORTED'), 'disconnected'],
+    [withCode('ERR_UNKNOWN'), 'error'],
+    // Only a string message is read.
+    [{ message: ['Connection is closed.'] }, 'error'],
     [new Error('Redis connection is reconnecting'), 'disconnected'],
     [new Error('Connection is closed.'), 'disconnected'],
     [new Error("Stream isn't writeable and enableOfflineQueue options is false"), 'disconnected'],
@@ -52,10 +61,12 @@ describe('createMetrics', () => {
 
   it.each([
     [{ meterProvider, nearLimitShare: -0.1 }, 'nearLimitShare must be a number from 0 to 1'],
+    [{ meterProvider, nearLimitShare: 1.5 }, 'nearLimitShare must be a number from 0 to 1'],
     [{ meterProvider, nearLimitShare: NaN }, 'nearLimitShare must be a number from 0 to 1'],
     [{ meterProvider, nearLimitShare: '0.2' }, 'nearLimitShare must be a number from 0 to 1'],
     [true, 'needs a meterProvider, or RateLimitModule to find the global one'],
     [{ meterProvider: 'prometheus' }, 'meterProvider must be an OpenTelemetry MeterProvider'],
+    [{ meterProvider: {} }, 'meterProvider must be an OpenTelemetry MeterProvider'],
     [null, 'must be true, false or { meterProvider?, nearLimitShare? }'],
   ])('refuses %p', (option, problem) => {
     expect(() => createMetrics(option, undefined)).toThrow(RateLimitConfigError);
@@ -197,6 +208,37 @@ describe('RateLimitMetrics', () => {
     ]);
   });
 
+  it('reports every outcome under its own name', () => {
+    const { provider, collect } = recordingProvider();
+    const metrics = createMetrics({ meterProvider: provider }, undefined)!;
+    const outcomes = [
+      'allowed',
+      'delayed',
+      'denied',
+      'denied_cached',
+      'dry_run_denied',
+      'failed_open',
+      'failed_closed',
+    ] as const;
+    for (const outcome of outcomes) metrics.decided(planOf('A.a'), outcome);
+    expect(collect('rate_limiting.decisions')).toEqual(
+      outcomes
+        .flatMap((outcome) => [[1, attributes('A.a', 'enforced', outcome)]])
+        .concat(outcomes.map((outcome) => [1, attributes('A.a', 'trial', outcome)])),
+    );
+  });
+
+  it('counts on when an app is started again on the same provider', () => {
+    const { provider, collect } = recordingProvider();
+    for (let start = 0; start < 2; start++) {
+      createMetrics({ meterProvider: provider }, undefined)!.decided(planOf('A.a'), 'allowed');
+    }
+    expect(collect('rate_limiting.decisions')).toEqual([
+      [2, attributes('A.a', 'enforced', 'allowed')],
+      [2, attributes('A.a', 'trial', 'allowed')],
+    ]);
+  });
+
   it('counts as near the limit an admitted decision leaving at most nearLimitShare of capacity', () => {
     const { provider, collect } = recordingProvider();
     const metrics = createMetrics({ meterProvider: provider, nearLimitShare: 0.3 }, undefined)!;
@@ -236,6 +278,8 @@ describe('RateLimitMetrics', () => {
       metrics.storeAnswered(9_998.5);
       metrics.storeFailed(new DeadlineExceededError('no answer'), 9_900);
       metrics.storeFailed(new CircuitOpenError('circuit breaker open'), 9_999);
+      metrics.storeFailed(Object.assign(new Error('read'), { code: 'ECONNRESET' }), 9_999);
+      metrics.storeFailed(new Error('NOPERM'), 9_999);
     } finally {
       performance.now = realNow;
     }
@@ -244,6 +288,44 @@ describe('RateLimitMetrics', () => {
       ['rate_limiting.store.failures', 1, { 'error.type': 'timeout' }],
       ['rate_limiting.store.operation.duration', 0.1, { 'error.type': 'timeout' }],
       ['rate_limiting.store.failures', 1, { 'error.type': 'circuit_open' }],
+      ['rate_limiting.store.failures', 1, { 'error.type': 'disconnected' }],
+      ['rate_limiting.store.operation.duration', 0.001, { 'error.type': 'disconnected' }],
+      ['rate_limiting.store.failures', 1, { 'error.type': 'error' }],
+      ['rate_limiting.store.operation.duration', 0.001, { 'error.type': 'error' }],
     ]);
+  });
+});
+
+describe('globalMeterProvider', () => {
+  const meterProvider = { getMeter: () => ({}) as never };
+
+  it.each([undefined, false, { meterProvider }, { meterProvider, nearLimitShare: 0.5 }])(
+    'loads nothing for a metrics option of %p',
+    async (option) => {
+      await expect(globalMeterProvider(option)).resolves.toBeUndefined();
+    },
+  );
+
+  it.each([true, {}, { nearLimitShare: 0.5 }])(
+    "is the OpenTelemetry API's global provider for a metrics option of %p",
+    async (option) => {
+      const { metrics } = await import('@opentelemetry/api');
+      await expect(globalMeterProvider(option)).resolves.toBe(metrics.getMeterProvider());
+    },
+  );
+
+  it('names the package it could not load', async () => {
+    jest.unstable_mockModule('@opentelemetry/api', () => {
+      throw new Error("Cannot find package '@opentelemetry/api'");
+    });
+    try {
+      const failure = globalMeterProvider(true);
+      await expect(failure).rejects.toThrow(RateLimitConfigError);
+      await expect(failure).rejects.toThrow(
+        "Invalid RateLimitModule option metrics: without a meterProvider it needs the @opentelemetry/api package (Cannot find package '@opentelemetry/api')",
+      );
+    } finally {
+      jest.resetModules();
+    }
   });
 });
