@@ -4,10 +4,19 @@ export class DeadlineExceededError extends Error {
 }
 
 /** A check later than this share of the timeout finds the process too busy to judge the store. */
-const LATE_CHECK = 0.25;
+export const LATE_CHECK = 0.25;
 
-/** The span over which the slowest recent answer is remembered, in ms. */
+/** The span over which the slowest recent answers are remembered, in ms. */
 const LATENCY_SPAN_MS = 1_000;
+
+/** The slowest answers of a span (from asking to hearing, in ms), and how many it had. */
+interface LatencySpan {
+  start: number;
+  count: number;
+  slowest: number;
+  second: number;
+  third: number;
+}
 
 /** The requests started in one turn of the event loop, and when they went out. */
 interface SendBatch {
@@ -96,8 +105,9 @@ function captureSettlers(resolve: (result: never) => void, reject: (error: unkno
 export class SilenceMeter {
   private lastAnswerAt = -Infinity;
   private batch: SendBatch | undefined;
-  /** The slowest answer (from asking to hearing) in this span and the previous one. */
-  private latency = { spanStart: 0, current: 0, previous: 0 };
+  private readonly span: LatencySpan = { start: 0, count: 0, slowest: 0, second: 0, third: 0 };
+  /** What recentLatency made of the previous span, if it ended less than a span ago. */
+  private previousLatency = 0;
   private readonly stamp = (): void => {
     this.batch!.sentAt = performance.now();
     this.batch = undefined;
@@ -146,25 +156,38 @@ export class SilenceMeter {
   }
 
   /**
-   * How long answers have lately taken, from asking to hearing, at most: on a busy process
-   * or machine, requests wait to go out (ioredis sends one auto-pipeline at a time) and
-   * answers wait to be read. Near zero when all is well.
+   * How long answers have lately taken, from asking to hearing: on a busy process or
+   * machine, requests wait to go out (ioredis sends one auto-pipeline at a time) and answers
+   * wait to be read. Near zero when all is well. Of this span and the previous one, the
+   * larger of their third slowest answers (with fewer, their fastest): slowness that lasts
+   * (an overloaded process, machine or store) delays many answers, while a process
+   * descheduled once delays only the one or two it had in flight; it needs no margin for
+   * them, since its late checks already keep it from judging the store.
    */
   recentLatency(): number {
-    return Math.max(this.latency.current, this.latency.previous);
+    return Math.max(spanLatency(this.span), this.previousLatency);
   }
 
   /** Any answer is a sign of life, even one that comes after its deadline. */
   heard(askedAt: number): void {
     const now = performance.now();
     this.lastAnswerAt = now;
-    const { latency } = this;
-    if (now - latency.spanStart > LATENCY_SPAN_MS) {
-      latency.previous = now - latency.spanStart > 2 * LATENCY_SPAN_MS ? 0 : latency.current;
-      latency.current = 0;
-      latency.spanStart = now;
+    const { span } = this;
+    if (now - span.start > LATENCY_SPAN_MS) {
+      this.previousLatency = now - span.start > 2 * LATENCY_SPAN_MS ? 0 : spanLatency(span);
+      span.start = now;
+      span.count = span.slowest = span.second = span.third = 0;
     }
-    latency.current = Math.max(latency.current, now - askedAt);
+    const took = now - askedAt;
+    span.count++;
+    if (took > span.slowest) {
+      span.third = span.second;
+      span.second = span.slowest;
+      span.slowest = took;
+    } else if (took > span.second) {
+      span.third = span.second;
+      span.second = took;
+    } else if (took > span.third) span.third = took;
   }
 
   /** How long the store has gone without answering since `batch` went out, in ms. */
@@ -281,6 +304,11 @@ export class SilenceMeter {
     // rounding up keeps a check from running before it is due.
     this.timer = setTimeout(this.fire, Math.max(1, Math.ceil(at - performance.now())));
   }
+}
+
+/** A span's third slowest answer, or with fewer answers the fastest of them; 0 for none. */
+function spanLatency({ count, slowest, second, third }: LatencySpan): number {
+  return count >= 3 ? third : count === 2 ? second : slowest;
 }
 
 const answered = <T, R>(call: WaitingCall<T, R>, answer: T) => call.answered(answer);

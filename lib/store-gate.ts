@@ -13,11 +13,11 @@ import type {
 import { ThrottledLog } from './throttled-log.js';
 
 /**
- * How many times the slowest recent answer a decision is given before its deadline starts:
- * on a loaded machine latency swings widely, and a script that starts after its wantedUntil
- * must be asked again, which a loaded machine can least afford. Not capped, although a fault
- * then costs a decision this margin past `timeout`: capped at 40 ms, overloaded pods failed
- * open (README, "Chaos, and long runs").
+ * How many times what answers lately took (SilenceMeter.recentLatency) a decision is given
+ * before its deadline starts: on a loaded machine latency swings widely, and a script that
+ * starts after its wantedUntil must be asked again, which a loaded machine can least afford.
+ * Not capped, although a fault then costs a decision this margin past `timeout`: capped at
+ * 40 ms, overloaded pods failed open (README, "Chaos, and long runs").
  */
 const LATENCY_MARGIN = 4;
 

@@ -4,6 +4,8 @@ import { routePath } from '../../bench/pods/pod-config.js';
 import { type PodFleet, startPodFleet } from '../../bench/pods/pod-fleet.js';
 import { type RedisServer, sendRawCommand, startRedisServer } from '../support/redis-server.js';
 import { type LoadSample, percentile, startSteadyLoad } from '../support/steady-load.js';
+import { watchTimerLateness } from '../support/timer-lateness.js';
+import { LATE_CHECK } from '../../lib/deadline.js';
 import { resolveOptions } from '../../lib/resolved-options.js';
 
 const PODS = 3;
@@ -17,11 +19,6 @@ const FAULT_MS = 1_500;
 const RECOVERY_MS = 2_000;
 /** The pods' breaker (the module's default): an open one probes Redis this often. */
 const HALF_OPEN_AFTER_MS = resolveOptions().breaker!.halfOpenAfter;
-/**
- * After a restart, ioredis reconnects on its own schedule (its default retryStrategy: 50 ms
- * more per attempt, so 1.5 s into an outage the next attempt is at most 400 ms away).
- */
-const RECONNECT_STEP_MS = 400;
 /** Scheduling on a shared machine, besides the pods' measured event-loop lag. */
 const TAIL_MARGIN_MS = 300;
 /** After each recovery, at least one whole healthy window before the next fault. */
@@ -40,10 +37,18 @@ interface Fault {
   end: number;
   /** The largest event-loop delay of any pod during the fault, in ms. */
   podLagMs: number;
+  /** The same for this process, which sends the load and times the answers. */
+  loadLagMs: number;
   /** The same, from Redis being back until the next fault. */
   afterLagMs: number;
   /** Whether Redis was restarted, so the pods' clients had to reconnect. */
   readonly restarted: boolean;
+  /**
+   * After a restart, from Redis being back until every pod's client was connected to it
+   * again, in ms: ioredis reconnects on its own schedule (by default 50 ms more per attempt,
+   * so 1.5 s into an outage the next attempt is 400-450 ms away, later on a lagging pod).
+   */
+  reconnectedMs: number;
 }
 
 /** Each fault in turn: starts it, and resolves once Redis is back. */
@@ -89,15 +94,34 @@ const FAULTS: readonly [string, (redis: RedisServer) => Promise<void>][] = [
 
 /**
  * How long after Redis is back the failure mode may still answer: until the breaker's next
- * probe (it probes every HALF_OPEN_AFTER_MS), after a restart also until ioredis reconnects,
- * plus the pods' largest lag during the fault or after it, and a margin. Measured on this
- * 2-core machine under load averages 16-20: 0-549 ms without a restart, 563-1,086 ms with one.
+ * probe (it probes every HALF_OPEN_AFTER_MS), after a restart counted from when the pods
+ * had reconnected (measured, not ioredis' schedule worked out: its timers run late on a
+ * lagging pod), plus the pods' largest lag during the fault or after it, and a margin. A
+ * breaker that never closed, or probed seconds apart, still shows as answers by the failure
+ * mode until the next fault. Measured on this 2-core machine under load averages 16-20:
+ * 0-549 ms without a restart, 563-1,086 ms with one (1,383 ms in one run, when the bound
+ * still assumed a reconnect within 400 ms).
  */
 const failureModeTail = (fault: Fault): number =>
   HALF_OPEN_AFTER_MS +
-  (fault.restarted ? RECONNECT_STEP_MS : 0) +
+  fault.reconnectedMs +
   Math.max(fault.podLagMs, fault.afterLagMs) +
   TAIL_MARGIN_MS;
+
+/**
+ * Ms until `count` clients besides the one asking are connected to `redis`, polled with
+ * CLIENT LIST; SETTLE_MS if they never are.
+ */
+async function clientsConnected(redis: RedisServer, count: number): Promise<number> {
+  const from = Date.now();
+  while (Date.now() - from < SETTLE_MS) {
+    const list = await sendRawCommand(redis.port, ['CLIENT', 'LIST']).catch(() => '');
+    const others = list.split('\n').filter((line) => / cmd=(?!client\|list)/.test(line));
+    if (others.length >= count) return Date.now() - from;
+    await sleep(10);
+  }
+  return SETTLE_MS;
+}
 
 /** Steady load on a fleet while every fault strikes in turn; the samples and the faults' times. */
 async function runChaos(redis: RedisServer, fleet: PodFleet) {
@@ -115,14 +139,20 @@ async function runChaos(redis: RedisServer, fleet: PodFleet) {
       start: Date.now(),
       end: 0,
       podLagMs: 0,
+      loadLagMs: 0,
       afterLagMs: 0,
       restarted: name === 'killed and restarted',
+      reconnectedMs: 0,
     };
+    const loadLag = watchTimerLateness();
     await inject(redis);
     fault.end = Date.now();
+    const reconnected = fault.restarted ? clientsConnected(redis, PODS) : Promise.resolve(0);
+    fault.loadLagMs = loadLag();
     fault.podLagMs = Math.max(...(await fleet.loopDelays()));
     faults.push(fault);
     await sleep(SETTLE_MS);
+    fault.reconnectedMs = await reconnected;
     fault.afterLagMs = Math.max(...(await fleet.loopDelays()));
   }
   return { samples: await load.stop(), faults };
@@ -236,13 +266,13 @@ function report(mode: string, samples: readonly LoadSample[], faults: readonly F
       during.map((sample) => sample.doneAt - sample.sentAt),
       99,
     );
-    return `  ${fault.name}: ${fault.end - fault.start} ms, pod lag ${fault.podLagMs.toFixed(0)} ms (${fault.afterLagMs.toFixed(0)} ms after), p99 ${p99.toFixed(0)} ms, statuses ${JSON.stringify(statuses)}, back on Redis ${backOnRedis(samples, fault)} ms after${errors.length > 0 ? `, errors ${errors.join('; ')}` : ''}`;
+    return `  ${fault.name}: ${fault.end - fault.start} ms, pod lag ${fault.podLagMs.toFixed(0)} ms (${fault.afterLagMs.toFixed(0)} ms after), load lag ${fault.loadLagMs.toFixed(0)} ms, p99 ${p99.toFixed(0)} ms, statuses ${JSON.stringify(statuses)}, back on Redis ${backOnRedis(samples, fault)} ms after${fault.restarted ? ` (reconnected ${fault.reconnectedMs} ms after)` : ''}${errors.length > 0 ? `, errors ${errors.join('; ')}` : ''}`;
   });
   const latency = faultLatency(samples, faults);
-  const flat = latency.p99 <= TIMEOUT_MS + 50 + latency.podLag ? 'met' : 'not met';
+  const flat = latency.p99 <= latency.flat + latency.lag ? 'met' : 'not met';
   console.log(
-    `chaos, failureMode '${mode}', ${samples.length} requests, p99 ${JSON.stringify(latency)} ms ` +
-      `(deadline + 50 ms + pod lag, without the patience margin: ${flat}):\n${lines.join('\n')}`,
+    `chaos, failureMode '${mode}', ${samples.length} requests, p99 over the faults ${JSON.stringify(latency)} ms, ` +
+      `bound ${faultLatencyBound(latency)} ms (flat + lag, without late checks and margin: ${flat}):\n${lines.join('\n')}`,
   );
 }
 
@@ -264,9 +294,9 @@ function backOnRedis(samples: readonly LoadSample[], fault: Fault): number {
 
 /**
  * p99 latency of the requests that overlapped a fault that lasted, over all of them (one
- * fault holds too few requests for a 99th percentile that is not just its maximum), and the
- * largest event-loop delay any pod had meanwhile: a pod that is late itself waits longer
- * for its answer by design (see "Late is not silent" in the README), up to `maxWait`.
+ * fault holds too few requests for a 99th percentile that is not just its maximum), what
+ * the issue allows (the deadline plus 50 ms), and what the processes' own lateness and the
+ * pods' patience add to it, in ms (see faultLatencyBound).
  */
 function faultLatency(samples: readonly LoadSample[], faults: readonly Fault[]) {
   const lasting = faults.filter((fault) => fault.end - fault.start >= FAULT_MS);
@@ -274,38 +304,65 @@ function faultLatency(samples: readonly LoadSample[], faults: readonly Fault[]) 
     .filter((sample) => lasting.some((fault) => overlaps(sample, fault.start, fault.end)))
     .map((sample) => sample.doneAt - sample.sentAt);
   expect(latencies.length).toBeGreaterThan(300);
+  const podLag = Math.max(...lasting.map((fault) => fault.podLagMs));
   return {
-    p99: percentile(latencies, 99),
-    podLag: Math.round(Math.max(...lasting.map((fault) => fault.podLagMs))),
+    p99: Math.round(percentile(latencies, 99)),
+    flat: TIMEOUT_MS + 50,
+    lag: Math.round(Math.max(...lasting.map((fault) => fault.podLagMs + fault.loadLagMs))),
+    lateCheck: podLag > TIMEOUT_MS * LATE_CHECK ? TIMEOUT_MS : 0,
     patienceMargin: Math.round(
-      PATIENCE_FACTOR * Math.max(...lasting.map((fault) => slowestAnswerBefore(samples, fault))),
+      PATIENCE_FACTOR * Math.max(...lasting.map((fault) => recentLatencyBefore(samples, fault))),
     ),
   };
 }
 
 /**
- * The library waits for an answer its deadline plus four times the slowest answer of the
- * last second or two (see "Late is not silent" in the README): the slowest store call the
- * pods stamped in the 2 s before a fault, measured as the pods measure it. This margin is
- * the price of item 1 (overload never opens the gate), and is kept on purpose: the answer
- * is wanted that long, so a silent store cannot be given up on sooner without charging
- * decisions given up on. In an experiment that capped it at 40 ms, so that every fault would
- * meet the issue's flat "deadline plus 50 ms", the `bench:race -- --only "500 in flight"` rows failed open on
- * 38-127 of 3,000 requests in two interleaved runs, against 0 uncapped (load average 13-20);
- * capping only the give-up on silence at 25 ms past the deadline (wantedUntil unchanged),
- * 11 and 0 in the blocked-loop row, against 0 and 0 (load average 17-24).
- * When recent answers were quick (a quiet machine) the margin is a few ms and the flat bound
- * holds; the report says whether it did.
+ * The most a request overlapping a fault may take at p99 in open mode. The issue's flat
+ * "deadline plus 50 ms", plus what no design can avoid on a shared machine: the largest
+ * event-loop delay of any pod meanwhile and of this process, which sends the requests and
+ * times the answers (each reported per fault). Plus what the design adds on a loaded one:
+ * - a check that runs more than a quarter of the deadline late (LATE_CHECK) cannot tell a
+ *   silent store from a starved one, and gives it a deadline more;
+ * - the patience margin (see PATIENCE_FACTOR).
+ * On a quiet machine all of these are a few ms, and the bound is the flat one. It still tells
+ * a deadline-bound wait from a 1 s one while the lags stay under a few hundred ms (measured:
+ * up to 698 ms at load average 20, when the bound itself passes 1 s).
+ */
+function faultLatencyBound({
+  flat,
+  lag,
+  lateCheck,
+  patienceMargin,
+}: ReturnType<typeof faultLatency>) {
+  return flat + lag + lateCheck + patienceMargin;
+}
+
+/**
+ * A pod waits for an answer until its deadline plus four times how long answers lately
+ * took (see "Late is not silent" in the README): the third slowest of the last second or
+ * two, leaving out the two slowest as a process descheduled once; with fewer answers, the
+ * fastest. Here estimated per pod from the store calls it stamped in the 2 s before a fault.
+ * The margin is the price of item 1 (overload never opens the gate), and is kept on
+ * purpose: the answer is wanted that long, so a silent store cannot be given up on sooner
+ * without charging decisions given up on. In an experiment that capped it at 40 ms, the
+ * `bench:race -- --only "500 in flight"` rows failed open on 38-127 of 3,000 requests in two
+ * interleaved runs, against 0 uncapped (load average 13-20); capping only the give-up on
+ * silence at 25 ms past the deadline (wantedUntil unchanged), 11 and 0 in the blocked-loop
+ * row, against 0 and 0 (load average 17-24). When the margin counted the slowest answer
+ * itself, one pod descheduled for 270 ms before a fault waited 1,163 ms on the silent store
+ * (p99 1,174 ms, load average 13).
  */
 const PATIENCE_FACTOR = 4;
-function slowestAnswerBefore(samples: readonly LoadSample[], fault: Fault): number {
-  const calls = samples
-    .filter((sample) => sample.doneAt <= fault.start && sample.doneAt > fault.start - 2_000)
-    .filter(
-      (sample) => sample.decisionStartedAt !== undefined && sample.decisionEndedAt !== undefined,
-    )
-    .map((sample) => sample.decisionEndedAt! - sample.decisionStartedAt!);
-  return calls.length > 0 ? Math.max(...calls) : 0;
+function recentLatencyBefore(samples: readonly LoadSample[], fault: Fault): number {
+  const perPod = new Map<number, number[]>();
+  for (const sample of samples) {
+    const { decisionStartedAt: started, decisionEndedAt: ended } = sample;
+    if (started === undefined || ended === undefined) continue;
+    if (sample.doneAt > fault.start || sample.doneAt <= fault.start - 2_000) continue;
+    perPod.set(sample.target, [...(perPod.get(sample.target) ?? []), ended - started]);
+  }
+  const third = (calls: number[]) => calls.sort((a, b) => b - a)[Math.min(3, calls.length) - 1];
+  return Math.max(0, ...[...perPod.values()].map(third));
 }
 
 const statusesOf = (samples: readonly LoadSample[]) =>
@@ -315,11 +372,10 @@ const MODES = {
   /** No 5xx at all, and a fault costs a request no more than the deadline. */
   open(samples: readonly LoadSample[], faults: readonly Fault[]) {
     expect(statusesOf(samples)).toEqual([200, 429]);
-    // Within the deadline plus 50 ms, plus the pods' own lag (a few ms on a quiet machine)
-    // and the patience margin over recent answer times (a few ms when answers are quick;
-    // see PATIENCE_FACTOR for why it is not capped).
-    const { p99, podLag, patienceMargin } = faultLatency(samples, faults);
-    expect(p99).toBeLessThanOrEqual(TIMEOUT_MS + 50 + podLag + patienceMargin);
+    // Within the deadline plus 50 ms, plus lags and margins that are a few ms on a quiet
+    // machine (see faultLatencyBound).
+    const latency = faultLatency(samples, faults);
+    expect(latency.p99).toBeLessThanOrEqual(faultLatencyBound(latency));
   },
   /**
    * 503 with Retry-After, and only during a fault as the pods see it: from its start until

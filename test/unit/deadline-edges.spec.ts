@@ -108,7 +108,7 @@ describe('withDeadline, after a deadline has settled a request', () => {
   });
 });
 
-describe('SilenceMeter: the slowest answer of this span and the previous one, on a stubbed clock', () => {
+describe('SilenceMeter: the third slowest answer of this span and the previous one, on a stubbed clock', () => {
   let now = 0;
   const realNow = performance.now;
   beforeEach(() => {
@@ -118,45 +118,37 @@ describe('SilenceMeter: the slowest answer of this span and the previous one, on
     performance.now = realNow;
   });
 
+  /** Three answers that took 30 ms, at 10 s: a span whose third slowest is 30. */
+  const slowSpan = [
+    [10_000, 30, 30],
+    [10_000, 30, 30],
+    [10_000, 30, 30],
+  ];
   // [when the answer came, how long it took, the latency reported after it]
   it.each([
+    ['a lone answer counts', [[10_000, 30, 30]]],
     [
-      'a faster answer in the same span does not lower it',
+      'of two, the faster',
       [
         [10_000, 30, 30],
-        [10_500, 10, 30],
+        [10_500, 10, 10],
       ],
     ],
     [
-      'a span lasts 1 s to the millisecond',
+      'of more, the two slowest are left out',
       [
-        [10_000, 30, 30],
-        [11_000, 5, 30],
-        [12_001, 1, 1],
+        [10_000, 50, 50],
+        [10_100, 40, 40],
+        [10_200, 5, 5],
+        [10_300, 10, 10],
+        [10_400, 45, 40],
       ],
     ],
-    [
-      'the previous span is remembered',
-      [
-        [10_000, 30, 30],
-        [11_001, 5, 30],
-        [12_002, 7, 7],
-      ],
-    ],
-    [
-      'up to exactly 2 s after it began',
-      [
-        [10_000, 30, 30],
-        [12_000, 1, 30],
-      ],
-    ],
-    [
-      'and not a millisecond more',
-      [
-        [10_000, 30, 30],
-        [12_001, 1, 1],
-      ],
-    ],
+    ['a faster answer in the same span does not lower it', [...slowSpan, [10_500, 10, 30]]],
+    ['a span lasts 1 s to the millisecond', [...slowSpan, [11_000, 5, 30], [12_001, 1, 1]]],
+    ['the previous span is remembered', [...slowSpan, [11_001, 5, 30], [12_002, 7, 7]]],
+    ['up to exactly 2 s after it began', [...slowSpan, [12_000, 1, 30]]],
+    ['and not a millisecond more', [...slowSpan, [12_001, 1, 1]]],
   ])('%s', (_, answers) => {
     const meter = new SilenceMeter();
     expect(meter.recentLatency()).toBe(0);
