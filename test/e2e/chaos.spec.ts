@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PodConfig } from '../../bench/pods/pod-config.js';
 import { routePath } from '../../bench/pods/pod-config.js';
@@ -116,15 +117,94 @@ async function clientsConnected(redis: RedisServer, count: number): Promise<numb
   const from = Date.now();
   while (Date.now() - from < SETTLE_MS) {
     const list = await sendRawCommand(redis.port, ['CLIENT', 'LIST']).catch(() => '');
-    const others = list.split('\n').filter((line) => / cmd=(?!client\|list)/.test(line));
+    const others = list
+      .split('\n')
+      .filter((line) => / cmd=(?!client\|list)/.test(line) && !line.includes(MONITOR_NAME));
     if (others.length >= count) return Date.now() - from;
     await sleep(10);
   }
   return SETTLE_MS;
 }
 
+/** The name of the connection watchRedisSilences keeps, told apart from the pods' in CLIENT LIST. */
+const MONITOR_NAME = 'chaos-silence-monitor';
+
+/**
+ * Redis's silences as this process sees them: one PING at a time, every 10 ms, on a
+ * connection of its own, and the spans (epoch ms) in which one went unanswered for longer
+ * than the deadline. On this loaded machine a healthy Redis sometimes goes unscheduled that
+ * long, outside any fault: a pod then rightly fails a decision by its mode (503 in closed
+ * mode), since the store was silent past the deadline as seen by a check that ran on time.
+ * This process's own lag lengthens the spans, never hides one.
+ */
+function watchRedisSilences(port: number): { stop(): [number, number][] } {
+  const silences: [number, number][] = [];
+  let stopped = false;
+  let socket = connect({ port, host: '127.0.0.1' });
+  let pingedAt = 0;
+  const ping = (): void => {
+    if (stopped) return;
+    pingedAt = Date.now();
+    socket.write('*1\r\n$4\r\nPING\r\n');
+  };
+  const watch = (): void => {
+    socket.setNoDelay(true);
+    socket.write(
+      `*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$${MONITOR_NAME.length}\r\n${MONITOR_NAME}\r\n`,
+    );
+    socket.on('data', (chunk) => {
+      // +OK for SETNAME, then one +PONG per ping: each reply ends one ping.
+      for (const line of chunk.toString().split('\r\n')) {
+        if (line !== '+PONG') continue;
+        const answeredAt = Date.now();
+        if (answeredAt - pingedAt > TIMEOUT_MS) silences.push([pingedAt, answeredAt]);
+        setTimeout(ping, 10);
+      }
+    });
+    // Killed or restarted: the spans of a planned fault are not needed; connect again.
+    socket.once('error', () => undefined);
+    socket.once('close', () => {
+      if (stopped) return;
+      setTimeout(() => {
+        socket = connect({ port, host: '127.0.0.1' }, ping);
+        watch();
+      }, 50);
+    });
+  };
+  watch();
+  socket.once('connect', ping);
+  return {
+    stop() {
+      stopped = true;
+      socket.destroy();
+      return silences;
+    },
+  };
+}
+
+/**
+ * The samples, less those a silence of Redis outside the planned faults may have touched:
+ * overlapping it, or within the breaker's probe interval (and a margin) after it.
+ */
+function leaveOutUnplannedSilences(
+  samples: readonly LoadSample[],
+  faults: readonly Fault[],
+  silences: readonly [number, number][],
+): { kept: LoadSample[]; unplanned: [number, number][]; leftOut: number } {
+  const unplanned = silences.filter(([from, to]) =>
+    faults.every((fault) => to < fault.start || from > fault.end),
+  );
+  const kept = samples.filter((sample) =>
+    unplanned.every(
+      ([from, to]) => !overlaps(sample, from, to + HALF_OPEN_AFTER_MS + TAIL_MARGIN_MS),
+    ),
+  );
+  return { kept, unplanned, leftOut: samples.length - kept.length };
+}
+
 /** Steady load on a fleet while every fault strikes in turn; the samples and the faults' times. */
 async function runChaos(redis: RedisServer, fleet: PodFleet) {
+  const monitor = watchRedisSilences(redis.port);
   const load = startSteadyLoad(
     fleet.ports.map((port) => `http://127.0.0.1:${port}${routePath('chaos')}`),
     CLIENTS,
@@ -155,7 +235,15 @@ async function runChaos(redis: RedisServer, fleet: PodFleet) {
     fault.reconnectedMs = await reconnected;
     fault.afterLagMs = Math.max(...(await fleet.loopDelays()));
   }
-  return { samples: await load.stop(), faults };
+  const all = await load.stop();
+  const { kept, unplanned, leftOut } = leaveOutUnplannedSilences(all, faults, monitor.stop());
+  if (unplanned.length > 0) {
+    console.log(
+      `chaos: Redis silent past the deadline outside the faults ${unplanned.length} times ` +
+        `(${unplanned.map(([from, to]) => to - from).join(', ')} ms); ${leftOut} requests left out`,
+    );
+  }
+  return { samples: kept, faults };
 }
 
 /** The epoch ms interval in which the store decided (or, without stamps, the request ran). */
