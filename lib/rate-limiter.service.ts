@@ -18,6 +18,7 @@ import type {
   DecideRequest,
   DecisionMode,
   RateLimitStore,
+  StoreDecision,
 } from './stores/rate-limit-store.interface.js';
 
 /**
@@ -167,41 +168,58 @@ export class RateLimiter implements OnApplicationShutdown {
     }
     // A cost some policy can never admit is denied whatever the budgets hold: nothing is
     // charged, and the store is only asked (at a cost each policy can hold) what they hold.
-    const request: DecideRequest = {
+    const request: LimiterRequest = {
       mode: impossible ? 'peek' : mode,
       keys,
       policies,
       costs: impossible ? costs.map((cost, i) => Math.min(cost, policies[i].maxCost)) : costs,
       now,
       ttlFloorMs: this.ttlFloorMs,
+      requestedCosts: costs,
+      impossible,
+      sentAt,
+      generation,
     };
-    return this.gate.decide(request, askedAt, ({ allowed, verdicts, local }) => {
-      const results = new Array<PolicyResult>(verdicts.length);
-      for (let i = 0; i < verdicts.length; i++) {
-        const verdict = verdicts[i];
-        const policy = policies[i];
-        // Field by field, not spread: one object shape for every result.
-        const hopeless = costs[i] > policy.maxCost;
-        results[i] = {
-          policy: policy.name,
-          allowed: verdict.allowed && !hopeless,
-          limit: policy.limit,
-          window: policy.windowMs,
-          capacity: policy.maxCost,
-          remaining: verdict.remaining,
-          resetMs: verdict.resetMs,
-          retryAfterMs: hopeless ? Infinity : verdict.retryAfterMs,
-          delayMs: verdict.delayMs,
-        };
-      }
-      const decision: RateLimitDecision = { allowed: allowed && !impossible, results };
-      // Only the store's own denials are known to hold: not the local fallback's.
-      if (denials && !decision.allowed && !local) {
-        denials.remember(denialId(keys), keys, policies, costs, sentAt, generation, decision);
-      }
-      return decision;
-    });
+    return this.gate.decide(request, askedAt, this.finish);
   }
+
+  /**
+   * The decision on `request` from the store's: one function for every call (its state is
+   * in the request), so that no closure is made per call.
+   */
+  private readonly finish = (
+    { allowed, verdicts, local }: StoreDecision,
+    request: LimiterRequest,
+  ): RateLimitDecision => {
+    const { keys, policies, requestedCosts: costs, impossible } = request;
+    const results = new Array<PolicyResult>(verdicts.length);
+    for (let i = 0; i < verdicts.length; i++) {
+      const verdict = verdicts[i];
+      const policy = policies[i];
+      // Field by field, not spread: one object shape for every result.
+      const hopeless = costs[i] > policy.maxCost;
+      results[i] = {
+        policy: policy.name,
+        allowed: verdict.allowed && !hopeless,
+        limit: policy.limit,
+        window: policy.windowMs,
+        capacity: policy.maxCost,
+        remaining: verdict.remaining,
+        resetMs: verdict.resetMs,
+        retryAfterMs: hopeless ? Infinity : verdict.retryAfterMs,
+        delayMs: verdict.delayMs,
+      };
+    }
+    const decision: RateLimitDecision = { allowed: allowed && !impossible, results };
+    // Only the store's own denials are known to hold: not the local fallback's. A cost
+    // beyond capacity is not kept either (see decideTogether).
+    const denials = impossible ? undefined : this.denials;
+    if (denials && !decision.allowed && !local) {
+      const { sentAt, generation } = request;
+      denials.remember(denialId(keys), keys, policies, costs, sentAt, generation, decision);
+    }
+    return decision;
+  };
 
   /**
    * The store decides all policies of a call atomically, charging all or none; so each
@@ -265,7 +283,7 @@ export class RateLimiter implements OnApplicationShutdown {
     const count = call.policies.length;
     return this.decide(
       mode,
-      count === 1 ? [key] : Array<string>(count).fill(key),
+      call.clientKeys?.fill(key) ?? Array<string>(count).fill(key),
       call.policies,
       cost === undefined ? call.costs : Array<number>(count).fill(cost),
     );
@@ -282,6 +300,9 @@ export class RateLimiter implements OnApplicationShutdown {
       sources,
       policies: resolved,
       costs: resolved.map((policy) => (typeof policy.cost === 'number' ? policy.cost : 1)),
+      clientKeys: resolved.some((policy) => policy.shadow)
+        ? undefined
+        : new Array<string>(resolved.length),
     };
     this.prepared.set(policies, call);
     return call;
@@ -320,12 +341,28 @@ function isBeyondCapacity(policy: ResolvedPolicy, cost: number): boolean {
   return cost > policy.maxCost;
 }
 
+/** A request to the store, with what the limiter needs of it once the store has answered. */
+interface LimiterRequest extends DecideRequest {
+  /** The costs as asked (`costs` caps them at capacity where that is exceeded). */
+  readonly requestedCosts: readonly number[];
+  /** Some cost exceeds its policy's capacity: denied whatever the store holds. */
+  readonly impossible: boolean;
+  /** For the deny cache: when the request was sent, in its clock, and its generation then. */
+  readonly sentAt: number;
+  readonly generation: number;
+}
+
 interface PreparedCall {
   /** The argument's policies when prepared. */
   readonly sources: readonly RateLimitPolicy[];
   readonly policies: readonly ResolvedPolicy[];
   /** Each policy's numeric cost, else 1: the costs of a call that names none. */
   readonly costs: readonly number[];
+  /**
+   * Filled with the call's client key on every call, instead of a new array: decide reads
+   * client keys only while it makes the store keys, except for shadow policies (undefined).
+   */
+  readonly clientKeys: string[] | undefined;
 }
 
 function sameElements<T>(a: readonly T[], b: readonly T[]): boolean {

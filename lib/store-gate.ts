@@ -22,6 +22,12 @@ import { ThrottledLog } from './throttled-log.js';
 const LATENCY_MARGIN = 4;
 
 /**
+ * Turns the store's decision on `request` into the caller's answer: the request travels
+ * with it, so one function can serve every call.
+ */
+type Finish<Q extends DecideRequest, R> = (decision: StoreDecision, request: Q) => R;
+
+/**
  * Everything between the limiter and its store when things go wrong, in one place: the
  * deadline that tells a silent store from a late process, the circuit breaker, and the
  * local fallback of failureMode 'local'. Store-agnostic: it judges the store only by its
@@ -53,10 +59,10 @@ export class StoreGate {
    * the caller's answer where the decision arrives, saving the caller a promise layer of its
    * own. A failure the local fallback does not take rejects with RateLimitUnavailableException.
    */
-  decide<R>(
-    request: DecideRequest,
+  decide<Q extends DecideRequest, R>(
+    request: Q,
     askedAt: number,
-    finish: (decision: StoreDecision) => R,
+    finish: Finish<Q, R>,
   ): Promise<R> {
     return this.attempt(request, askedAt, this.options.maxWait, finish);
   }
@@ -89,11 +95,11 @@ export class StoreGate {
    * within maxWait. The deadline never gives up before then, and the store, told so as
    * `wantedUntil`, charges nothing after then. A failure goes to the local fallback, if any.
    */
-  private attempt<R>(
-    request: DecideRequest,
+  private attempt<Q extends DecideRequest, R>(
+    request: Q,
     askedAt: number,
     maxWait: number,
-    finish: (decision: StoreDecision) => R,
+    finish: Finish<Q, R>,
   ): Promise<R> {
     const pass = this.breaker?.pass() ?? 'closed';
     if (pass === 'refused') return this.fail(request, this.refused(askedAt), finish);
@@ -120,15 +126,18 @@ export class StoreGate {
   }
 
   /** What an attempt's answer becomes: the caller's answer, or another attempt if stale. */
-  answered<R>(attempt: Attempt<R>, decision: StoreDecision): R | Promise<R> {
+  answered<Q extends DecideRequest, R>(
+    attempt: Attempt<Q, R>,
+    decision: StoreDecision,
+  ): R | Promise<R> {
     const { request, startedAt, finish } = attempt;
     this.succeeded(startedAt);
-    if (!decision.stale) return finish(decision);
+    if (!decision.stale) return finish(decision, request);
     return this.retryStale(request, startedAt, attempt.patience, attempt.maxWait, finish);
   }
 
   /** What an attempt's failure becomes: the local fallback's decision, or a rejection. */
-  failedAttempt<R>(attempt: Attempt<R>, error: unknown): Promise<R> {
+  failedAttempt<Q extends DecideRequest, R>(attempt: Attempt<Q, R>, error: unknown): Promise<R> {
     this.failed(error, attempt.pass, attempt.startedAt);
     return this.fail(attempt.request, this.named(attempt, error), attempt.finish);
   }
@@ -137,7 +146,7 @@ export class StoreGate {
    * The deadline names the cap it was given, which for a try after stale answers is only
    * what was left of maxWait: such a try's cap is named as the option, with what led there.
    */
-  private named<R>(attempt: Attempt<R>, error: unknown): unknown {
+  private named<Q extends DecideRequest, R>(attempt: Attempt<Q, R>, error: unknown): unknown {
     const { maxWait } = this.options;
     const capped = performance.now() - attempt.startedAt >= attempt.maxWait;
     if (!(error instanceof DeadlineExceededError) || attempt.maxWait >= maxWait || !capped) {
@@ -154,12 +163,12 @@ export class StoreGate {
    * yet this process still waits (it was the late one). Ask again within what is left of
    * maxWait (`waitLeft` ms from `askedAt`). Stale though it came back in time, it proves the store's clock moved.
    */
-  private retryStale<R>(
-    request: DecideRequest,
+  private retryStale<Q extends DecideRequest, R>(
+    request: Q,
     askedAt: number,
     patience: number,
     waitLeft: number,
-    finish: (decision: StoreDecision) => R,
+    finish: Finish<Q, R>,
   ): Promise<R> {
     const now = performance.now();
     if (now < askedAt + patience) this.clock?.forget();
@@ -190,12 +199,14 @@ export class StoreGate {
   }
 
   /** A decision the store could not make: the local fallback makes it, if there is one. */
-  private fail<R>(
-    request: DecideRequest,
+  private fail<Q extends DecideRequest, R>(
+    request: Q,
     error: unknown,
-    finish: (decision: StoreDecision) => R,
+    finish: Finish<Q, R>,
   ): Promise<R> {
-    if (this.local) return this.decideLocally(request, error).then(finish);
+    if (this.local) {
+      return this.decideLocally(request, error).then((decision) => finish(decision, request));
+    }
     return Promise.reject(this.unavailable(error));
   }
 
@@ -231,16 +242,16 @@ export class StoreGate {
 }
 
 /** One try at a decision, waiting on the store: all it needs in one object. */
-class Attempt<R> extends WaitingCall<StoreDecision, R> {
+class Attempt<Q extends DecideRequest, R> extends WaitingCall<StoreDecision, R> {
   constructor(
     private readonly gate: StoreGate,
-    readonly request: DecideRequest,
+    readonly request: Q,
     askedAt: number,
     readonly patience: number,
     timeout: number,
     maxWait: number,
     readonly pass: BreakerPass,
-    readonly finish: (decision: StoreDecision) => R,
+    readonly finish: Finish<Q, R>,
   ) {
     super(askedAt, patience, timeout, maxWait);
   }
