@@ -228,6 +228,8 @@ describe.each<AdapterKind>(['express', 'fastify'])('429s over HTTP with %s', (ad
           RateLimitModule.forRoot({
             redis: server.url,
             prefix: `collected-${adapter}`,
+            // Time stands still: on the wall clock, a minute could turn between two requests.
+            clock: new VirtualClock(1_700_000_040_000).read,
             keyBy: (context) => {
               requests.push(new WeakRef(context.getArgByIndex<object>(0)));
               return byClientHeader(context);
