@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { ALGORITHMS } from '../../lib/index.js';
 import { LimiterFixture } from '../support/limiters.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, redisNowMs, startRedisServer } from '../support/redis-server.js';
 
 const CLIENTS = 1_000;
 /** The timeout each test below is given (120_000 there): none runs longer. */
@@ -14,8 +14,7 @@ const TEST_MS = 120_000;
  * a denial). Lengths differ in where now falls in their window; the first with room is taken.
  */
 async function windowWithRoom(client: Redis, room: number): Promise<number> {
-  const [seconds, micros] = await client.time();
-  const now = Number(seconds) * 1_000 + Number(micros) / 1_000;
+  const now = await redisNowMs(client);
   let window = 2 * room;
   while (window - (now % window) < room) window++;
   return window;

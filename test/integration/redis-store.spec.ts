@@ -5,7 +5,7 @@ import { RateLimiter } from '../../lib/rate-limiter.service.js';
 import { resolveOptions } from '../../lib/resolved-options.js';
 import { RedisStore } from '../../lib/stores/redis.store.js';
 import { LimiterFixture, VirtualClock } from '../support/limiters.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, redisNowMs, startRedisServer } from '../support/redis-server.js';
 
 /** What only the Redis store can get wrong: keys, expiries, script loading and Redis time. */
 describe('Redis store', () => {
@@ -20,11 +20,6 @@ describe('Redis store', () => {
     await server.stop();
   });
   beforeEach(() => admin.flushall());
-  /** Redis TIME in whole ms, as the scripts read it. */
-  const redisNowMs = async (): Promise<number> => {
-    const [seconds, micros] = await admin.time();
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  };
 
   describe('on the Redis clock', () => {
     let fixture: LimiterFixture;
@@ -52,12 +47,12 @@ describe('Redis store', () => {
       '%s: the one key it writes expires exactly when its state stops mattering',
       async (algorithm) => {
         const policy: RateLimitPolicy = { algorithm, limit: 5, window: '10s', burst: 5 };
-        const before = await redisNowMs();
+        const before = await redisNowMs(admin);
         await fixture.limiter.consume('user-1', policy, 2);
         const keys = await admin.keys('*');
         expect(keys).toEqual([expect.stringMatching(/^app1:\{user-1\}:default:/)]);
         const ttl = await admin.pttl(keys[0]);
-        const after = await redisNowMs();
+        const after = await redisNowMs(admin);
         // The decision and the PTTL both happened within [before, after] on the Redis
         // clock, so the TTL is pinned to within that span (a few ms) plus 1 ms of rounding.
         expect(ttl).toBeGreaterThanOrEqual(expiresAt[algorithm](before) - after - 1);
@@ -102,14 +97,14 @@ describe('Redis store', () => {
 
       it('decides and expires on Redis TIME: a fixed window counts in the server clock', async () => {
         const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 3, window: '1h' };
-        const before = await redisNowMs();
+        const before = await redisNowMs(admin);
         const results = [];
         for (let i = 0; i < 4; i++)
           results.push((await skewed.limiter.consume('clock', policy)).allowed);
         expect(results).toEqual([true, true, true, false]);
         const [key] = await admin.keys('*');
         const ttl = await admin.pttl(key);
-        const after = await redisNowMs();
+        const after = await redisNowMs(admin);
         // The window index stored and the expiry are those of Redis's clock, not the app's.
         const [windowIndex] = (await admin.get(key))!.split(':');
         expect(Number(windowIndex)).toBe(Math.floor(before / 3_600_000));
@@ -120,12 +115,12 @@ describe('Redis store', () => {
 
       it('stamps sliding window log entries with Redis TIME', async () => {
         const policy: RateLimitPolicy = { algorithm: 'sliding-window-log', limit: 3, window: '1m' };
-        const before = await redisNowMs();
+        const before = await redisNowMs(admin);
         await skewed.limiter.consume('stamps', policy);
         const [key] = await admin.keys('*');
         const [, score] = await admin.zrange(key, '0', '-1', 'WITHSCORES');
         const ttl = await admin.pttl(key);
-        const after = await redisNowMs();
+        const after = await redisNowMs(admin);
         expect(Number(score)).toBeGreaterThanOrEqual(before);
         expect(Number(score)).toBeLessThanOrEqual(after);
         expect(ttl).toBeGreaterThanOrEqual(60_000 - (after - before) - 1);
@@ -154,12 +149,12 @@ describe('Redis store', () => {
       "fixed window, %s ms: a window's first charge (answered with its reset alone) reads as the full answer does",
       async (_, window) => {
         const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 5, window };
-        const before = await redisNowMs();
+        const before = await redisNowMs(admin);
         // Cost 2: not the policy's own, so sent as an argument; then cost 1, its own, written
         // into another script.
         const first = await fixture.limiter.consume('fresh', policy, 2);
         const second = await fixture.limiter.consume('fresh', policy);
-        const after = await redisNowMs();
+        const after = await redisNowMs(admin);
         const [key] = await admin.keys('*');
         const [stored, count] = (await admin.get(key))!.split(':').map(Number);
         // Both fell in one window unless it ended in between (then count 1 of a new one).

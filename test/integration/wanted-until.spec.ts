@@ -2,7 +2,7 @@ import { ALGORITHMS } from '../../lib/index.js';
 import { resolvePolicies } from '../../lib/resolved-policy.js';
 import type { DecideRequest } from '../../lib/stores/rate-limit-store.interface.js';
 import { LimiterFixture, type StoreKind } from '../support/limiters.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, redisNowMs, startRedisServer } from '../support/redis-server.js';
 
 /**
  * A decision that reaches the store after the caller stopped waiting (`wantedUntil`, on
@@ -28,9 +28,7 @@ describe.each<StoreKind>(['redis', 'memory'])('%s store: wantedUntil', (kind) =>
 
   /** The store's real time: Redis TIME, or this process's Date.now(). */
   const storeNow = async () => {
-    if (!fixture.client) return Date.now();
-    const [seconds, micros] = await fixture.client.time();
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    return fixture.client ? redisNowMs(fixture.client) : Date.now();
   };
   /** A consume of the first `count` policies (one script per combination). */
   const decide = (key: string, wantedUntil: number | undefined, now?: number, count = 5) => {

@@ -4,6 +4,7 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
 import { freePort } from './free-port.js';
 
 export const REDIS_SERVER_BIN = '/usr/bin/redis-server';
@@ -91,6 +92,12 @@ function parseRawReply(buffer: Buffer): { value: string | Error; length: number 
   const start = lineEnd + 2;
   if (buffer.length < start + size + 2) return null;
   return { value: buffer.subarray(start, start + size).toString(), length: start + size + 2 };
+}
+
+/** Redis TIME in whole ms, as the scripts read it. */
+export async function redisNowMs(client: Redis): Promise<number> {
+  const [seconds, micros] = await client.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
 /**
