@@ -289,6 +289,21 @@ describe('withDeadline on a fake clock', () => {
     );
   });
 
+  it('checks a request that is not silent again at its maxWait, not later', async () => {
+    const from = performance.now();
+    // Its timeout outlasts its maxWait: the check at 51 finds it not silent, and sets the
+    // next for maxWait.
+    const seen = settlement(
+      new SilenceMeter().withDeadline(silent(), { patience: 50, timeout: 1_000, maxWait: 100 }),
+    );
+    await until(100, from);
+    expect(seen.error).toBeUndefined();
+    await until(101, from);
+    expect(seen.error?.message).toBe(
+      'no answer within maxWait 100 ms (the store answers others, or this process is overloaded)',
+    );
+  });
+
   it('checks every request due by the time a check runs, not a timer later', async () => {
     const meter = new SilenceMeter();
     const from = performance.now();

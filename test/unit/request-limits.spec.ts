@@ -185,6 +185,17 @@ describe('RequestLimits', () => {
       'its limit function gave undefined, not a positive integer',
     ],
     ['NaN', () => NaN, 'its limit function gave NaN, not a positive integer'],
+    ['a bigint', () => 10n as never, 'its limit function gave 10n, not a positive integer'],
+    [
+      'a string of 40 characters quoted',
+      () => 'x'.repeat(38) as never,
+      `its limit function gave "${'x'.repeat(38)}", not a positive integer`,
+    ],
+    [
+      'a longer one, cut short',
+      () => 'x'.repeat(50) as never,
+      `its limit function gave "${'x'.repeat(39)}…, not a positive integer`,
+    ],
     [
       'an unsafe integer',
       () => 2 ** 60,
@@ -210,6 +221,38 @@ describe('RequestLimits', () => {
       expect.stringContaining(`Rate limit policy "plan" on PlansController.find: ${problem}`),
     ]);
     expect(warnings[0]).toMatch(/nothing was charged$/);
+  });
+
+  it('logs a bad result as it answers it, and keeps what a function threw as the cause', async () => {
+    const { logger, warnings } = recordingLogger();
+    await expect(
+      limitsFor([{ name: 'plan', limit: () => 0, window: '1m' }], logger).resolve(
+        contextFor('pro'),
+      ),
+    ).rejects.toThrow('its limit function gave 0, not a positive integer');
+    expect(warnings).toEqual([
+      'Rate limit policy "plan" on PlansController.find: its limit function gave 0, not a positive integer; nothing was charged',
+    ]);
+    const thrown = new Error('plans table unreachable');
+    const failure = limitsFor([
+      {
+        limit: () => {
+          throw thrown;
+        },
+        window: '1m',
+      },
+    ]).resolve(contextFor('pro'));
+    await expect(failure).rejects.toMatchObject({ cause: thrown });
+  });
+
+  it('keeps 256 sizes per policy, then starts over', async () => {
+    const limits = limitsFor([{ limit: (context) => Number(planOf(context)), window: '1m' }]);
+    const sizeOf = async (n: number) => (await limits.resolve(contextFor(String(n))))[0];
+    const first = await sizeOf(1);
+    for (let n = 2; n <= 256; n++) await sizeOf(n);
+    expect(await sizeOf(1)).toBe(first);
+    await sizeOf(257);
+    expect(await sizeOf(1)).not.toBe(first);
   });
 
   it('names a bad burst as such, logs what a function threw, and logs a recurring failure at most every 5 s', async () => {
