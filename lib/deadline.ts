@@ -106,7 +106,7 @@ export class SilenceMeter {
   private lastAnswerAt = -Infinity;
   private batch: SendBatch | undefined;
   private readonly span: LatencySpan = { start: 0, count: 0, slowest: 0, second: 0, third: 0 };
-  /** What recentLatency made of the previous span, if it ended less than a span ago. */
+  /** What recentLatency made of the previous span; 0 once it began over two spans ago. */
   private previousLatency = 0;
   private readonly stamp = (): void => {
     this.batch!.sentAt = performance.now();
