@@ -304,6 +304,22 @@ describe('withDeadline on a fake clock', () => {
     );
   });
 
+  it('arms the shared timer once for requests due at the same instant, not once each', () => {
+    const meter = new SilenceMeter();
+    const armed = jest.spyOn(globalThis, 'setTimeout');
+    try {
+      // The fake clock stands still: all three are due at the same instant.
+      for (let i = 0; i < 3; i++) {
+        void meter
+          .withDeadline(silent(), { patience: 40, timeout: 40, maxWait: 1_000 })
+          .catch(() => undefined);
+      }
+      expect(armed).toHaveBeenCalledTimes(1);
+    } finally {
+      armed.mockRestore();
+    }
+  });
+
   it('checks every request due by the time a check runs, not a timer later', async () => {
     const meter = new SilenceMeter();
     const from = performance.now();
