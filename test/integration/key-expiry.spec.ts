@@ -1,24 +1,10 @@
-import type { Redis } from 'ioredis';
 import { ALGORITHMS } from '../../lib/index.js';
 import { LimiterFixture } from '../support/limiters.js';
-import { type RedisServer, redisNowMs, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, startRedisServer, windowWithRoom } from '../support/redis-server.js';
 
 const CLIENTS = 1_000;
 /** The timeout each test below is given (120_000 there): none runs longer. */
 const TEST_MS = 120_000;
-
-/**
- * A window of at least twice `room` whose current instance has `room` ms left on Redis' clock:
- * fixed windows and window counters are epoch-aligned, so with a fixed length the window could
- * end mid-test (a window key expiring before it is looked at, or a count starting over before
- * a denial). Lengths differ in where now falls in their window; the first with room is taken.
- */
-async function windowWithRoom(client: Redis, room: number): Promise<number> {
-  const now = await redisNowMs(client);
-  let window = 2 * room;
-  while (window - (now % window) < room) window++;
-  return window;
-}
 
 /** Readable IPs, and text that must be hashed: long, braces, control bytes, broken UTF-16. */
 function clientKey(i: number): string {

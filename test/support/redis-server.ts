@@ -101,6 +101,19 @@ export async function redisNowMs(client: Redis): Promise<number> {
 }
 
 /**
+ * A window of at least twice `room` whose current instance has `room` ms left on Redis' clock:
+ * fixed windows and window counters are epoch-aligned, so with a fixed length the window could
+ * end mid-test (a window key expiring before it is looked at, or a count starting over before
+ * a denial). Lengths differ in where now falls in their window; the first with room is taken.
+ */
+export async function windowWithRoom(client: Redis, room: number): Promise<number> {
+  const now = await redisNowMs(client);
+  let window = 2 * room;
+  while (window - (now % window) < room) window++;
+  return window;
+}
+
+/**
  * Sends one command over a fresh TCP connection (after AUTH, given a password) and returns
  * the reply's payload. Kept dependency-free so the harness does not rely on the client under
  * test.
