@@ -1,4 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
+import { Redis } from 'ioredis';
 import {
   RateLimit,
   RateLimitModule,
@@ -7,8 +8,8 @@ import {
   SkipRateLimit,
 } from '../../lib/index.js';
 import { withRedisDown } from '../support/limiters.js';
-import { OnceController } from '../support/once-controller.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { ONCE_WINDOW_MS, OnceController } from '../support/once-controller.js';
+import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
 import {
   type AdapterKind,
   byClientHeader,
@@ -34,10 +35,17 @@ class HookedController {
 }
 
 let server: RedisServer;
+let admin: Redis;
 beforeAll(async () => {
   server = await startRedisServer();
+  admin = new Redis(server.url);
 });
-afterAll(() => server.stop());
+afterAll(async () => {
+  admin.disconnect();
+  await server.stop();
+});
+/** A client's second request to /once is denied only within the Redis clock's same window. */
+const untilOnceWindowHasRoom = () => untilWindowHasRoom(admin, ONCE_WINDOW_MS);
 
 describe.each<AdapterKind>(['express', 'fastify'])('onDecision over HTTP with %s', (adapter) => {
   const boot = (options: RateLimitModuleOptions, logger?: RecordingLogger) =>
@@ -72,6 +80,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('onDecision over HTTP with %s
   it('reports allowed, denied and denied_cached with route, policies, keys and results; never skipped requests', async () => {
     const { events, contexts, errors, onDecision } = recorder();
     await withApp(boot({ onDecision }), async (running) => {
+      await untilOnceWindowHasRoom();
       const who = nextClient();
       expect(await sequentially(3, () => running.get('/once', who))).toEqual([200, 429, 429]);
       expect((await running.get('/free', who)).status).toBe(200);
@@ -123,6 +132,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('onDecision over HTTP with %s
   it('reports dry_run_denied under dryRun', async () => {
     const { events, onDecision } = recorder();
     await withApp(boot({ onDecision, dryRun: true }), async (running) => {
+      await untilOnceWindowHasRoom();
       const who = nextClient();
       expect(await sequentially(2, () => running.get('/once', who))).toEqual([200, 200]);
     });
@@ -163,6 +173,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('onDecision over HTTP with %s
       throw new Error('audit sink down');
     };
     await withApp(boot({ onDecision }, logger), async (running) => {
+      await untilOnceWindowHasRoom();
       const who = nextClient();
       expect(await sequentially(4, () => running.get('/once', who))).toEqual([200, 429, 429, 429]);
     });

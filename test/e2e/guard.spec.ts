@@ -1,4 +1,5 @@
 import { Controller, Get, UseFilters } from '@nestjs/common';
+import { Redis } from 'ioredis';
 import {
   MemoryStore,
   RateLimit,
@@ -12,7 +13,7 @@ import {
   SkipRateLimit,
 } from '../../lib/index.js';
 import { VirtualClock } from '../support/limiters.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
 import {
   type AdapterKind,
   byClientHeader,
@@ -163,10 +164,20 @@ class MostlyOpenController {
 const statuses = async (responses: Promise<Response>[]) =>
   (await Promise.all(responses)).map((r) => r.status);
 let server: RedisServer;
+let admin: Redis;
 beforeAll(async () => {
   server = await startRedisServer();
+  admin = new Redis(server.url);
 });
-afterAll(() => server.stop());
+afterAll(async () => {
+  admin.disconnect();
+  await server.stop();
+});
+/**
+ * Before a test counts on one fixed window of a minute across requests: on the Redis clock
+ * the apps decide on, the minute must not turn mid-test and start the count over.
+ */
+const untilMinuteHasRoom = () => untilWindowHasRoom(admin, 60_000);
 
 describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter) => {
   const boot = (options: RateLimitModuleOptions = {}) =>
@@ -200,6 +211,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
     afterAll(() => running.close());
 
     it('answers 429 with Retry-After, the JSON body and RateLimit headers once the limit is spent', async () => {
+      await untilMinuteHasRoom();
       const who = nextClient();
       expect(await sequentially(3, () => running.get('/limited/inherits', who))).toEqual([
         200, 200, 200,
@@ -226,6 +238,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
     });
 
     it("lets a handler's policies replace its controller's, and skips what is skipped", async () => {
+      await untilMinuteHasRoom();
       const who = nextClient();
       expect(await sequentially(2, () => running.get('/limited/own', who))).toEqual([200, 429]);
       expect(await sequentially(5, () => running.get('/limited/skipped', who))).toEqual([
@@ -236,6 +249,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
     });
 
     it('gives routes without @RateLimit one shared budget from the module policies', async () => {
+      await untilMinuteHasRoom();
       const who = nextClient();
       const spent = await sequentially(2, () => running.get('/unannotated-1', who));
       const rest = await sequentially(3, () => running.get('/unannotated-2', who));
@@ -253,6 +267,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
     });
 
     it('admits a multi-policy request only if all admit, charging none on denial', async () => {
+      await untilMinuteHasRoom();
       const who = nextClient();
       expect(await sequentially(4, () => running.get('/multi', who))).toEqual([200, 200, 429, 429]);
       const last = await running.get('/multi', who);

@@ -5,7 +5,12 @@ import { RateLimiter } from '../../lib/rate-limiter.service.js';
 import { resolveOptions } from '../../lib/resolved-options.js';
 import { RedisStore } from '../../lib/stores/redis.store.js';
 import { LimiterFixture, VirtualClock } from '../support/limiters.js';
-import { type RedisServer, redisNowMs, startRedisServer } from '../support/redis-server.js';
+import {
+  type RedisServer,
+  redisNowMs,
+  startRedisServer,
+  untilWindowHasRoom,
+} from '../support/redis-server.js';
 
 /** What only the Redis store can get wrong: keys, expiries, script loading and Redis time. */
 describe('Redis store', () => {
@@ -97,6 +102,8 @@ describe('Redis store', () => {
 
       it('decides and expires on Redis TIME: a fixed window counts in the server clock', async () => {
         const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 3, window: '1h' };
+        // The four decisions and the reads after them in one hour of Redis's clock.
+        await untilWindowHasRoom(admin, 3_600_000);
         const before = await redisNowMs(admin);
         const results = [];
         for (let i = 0; i < 4; i++)
@@ -129,6 +136,8 @@ describe('Redis store', () => {
 
     it('reloads each script transparently after SCRIPT FLUSH (NOSCRIPT)', async () => {
       const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 5, window: '1m' };
+      // Its two charges in one minute of Redis's clock.
+      await untilWindowHasRoom(admin, 60_000);
       const pair: RateLimitPolicy[] = [
         { name: 'a', algorithm: 'token-bucket', limit: 5, window: '1m' },
         { name: 'b', algorithm: 'sliding-window-log', limit: 5, window: '1m' },
@@ -194,7 +203,9 @@ describe('Redis store', () => {
         await admin.script('FLUSH');
         const remaining = await Promise.all(
           limits.map(async (limit) => {
-            const policy: RateLimitPolicy = { algorithm: 'token-bucket', limit, window: '1m' };
+            // An hour: a bucket of 80 a minute would refill a token between the two
+            // decisions if they came 750 ms apart on a busy machine.
+            const policy: RateLimitPolicy = { algorithm: 'token-bucket', limit, window: '1h' };
             await separate.limiter.consume(`many:${limit}`, policy);
             return (await separate.limiter.consume(`many:${limit}`, policy)).results[0].remaining;
           }),
@@ -223,27 +234,38 @@ describe('Redis store', () => {
   });
 
   describe("on a client the user configured (the store sends its own commands, not the client's methods)", () => {
-    const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 100, window: '1m' };
+    const policy = {
+      algorithm: 'fixed-window',
+      limit: 100,
+      window: 60_000,
+    } satisfies RateLimitPolicy;
+    // Each test counts its decisions in one window of Redis's clock.
+    beforeEach(() => untilWindowHasRoom(admin, policy.window));
+    // Closed after each test, failed or not: an open client would keep Jest from exiting.
+    let store: RedisStore | undefined;
+    afterEach(async () => {
+      await store?.close();
+      store = undefined;
+    });
     const limiterOn = async (options: RedisOptions) => {
       const client = new Redis(server.url, options);
       if (client.status !== 'ready') await once(client, 'ready');
-      const store = new RedisStore(client, true);
-      return { client, store, limiter: new RateLimiter(resolveOptions({ prefix: 'app1' }), store) };
+      store = new RedisStore(client, true);
+      return { client, limiter: new RateLimiter(resolveOptions({ prefix: 'app1' }), store) };
     };
 
     it("keeps the client's key prefix, as its own methods would", async () => {
-      const { limiter, store } = await limiterOn({ keyPrefix: 'tenant:' });
+      const { limiter } = await limiterOn({ keyPrefix: 'tenant:' });
       await limiter.consume('user-1', policy);
       const second = await limiter.consume('user-1', policy);
       expect(second.results[0].remaining).toBe(98);
       expect(await admin.keys('*')).toEqual([expect.stringMatching(/^tenant:app1:\{user-1\}:/)]);
-      await store.close();
     });
 
     it("leaves the socket to the client's other commands, in the same turn and after", async () => {
       // No auto-pipeline: the store still sends a turn's calls together, and lets go of the
       // socket at the end of the turn (else these would wait forever).
-      const { client, limiter, store } = await limiterOn({ enableAutoPipelining: false });
+      const { client, limiter } = await limiterOn({ enableAutoPipelining: false });
       const decisions = Array.from({ length: 50 }, (_, i) =>
         limiter.consume(`burst-${i % 5}`, policy),
       );
@@ -254,7 +276,6 @@ describe('Redis store', () => {
       expect(remaining.sort((a, b) => a - b).slice(0, 5)).toEqual([90, 90, 90, 90, 90]);
       expect(await ping).toBe('PONG');
       expect(await client.dbsize()).toBe(5);
-      await store.close();
     });
   });
 

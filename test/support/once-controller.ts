@@ -2,6 +2,12 @@ import { Controller, Get } from '@nestjs/common';
 import { RateLimit } from '../../lib/index.js';
 
 /**
+ * The length of both of /once's windows. On a real clock a test that counts on one window
+ * across requests first waits for room in it (`untilWindowHasRoom`).
+ */
+export const ONCE_WINDOW_MS = 60_000;
+
+/**
  * GET /once, route id `OnceController.once`: two fixed windows of a minute, 'wide' (5) and
  * 'once' (1). A client's first request is allowed (4 and 0 left), its second denied by
  * 'once' alone, and charged to neither.
@@ -10,8 +16,8 @@ import { RateLimit } from '../../lib/index.js';
 export class OnceController {
   @Get('once')
   @RateLimit(
-    { name: 'wide', algorithm: 'fixed-window', limit: 5, window: '1m' },
-    { name: 'once', algorithm: 'fixed-window', limit: 1, window: '1m' },
+    { name: 'wide', algorithm: 'fixed-window', limit: 5, window: ONCE_WINDOW_MS },
+    { name: 'once', algorithm: 'fixed-window', limit: 1, window: ONCE_WINDOW_MS },
   )
   once() {
     return 'ok';
