@@ -6,7 +6,7 @@ import {
   type RateLimitResponseOption,
 } from '../../lib/index.js';
 import { withRedisDown } from '../support/limiters.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
 import {
   type AdapterKind,
   byClientHeader,
@@ -52,6 +52,8 @@ describe.each<AdapterKind>(['express', 'fastify'])(
     const denied = async (options: RateLimitModuleOptions, logger?: RecordingLogger) => {
       const running = await boot(options, logger);
       try {
+        // Both requests in one fixed window of 'once' on Redis's clock.
+        await untilWindowHasRoom(server, 60_000);
         const who = nextClient();
         await running.get('/once', who);
         const response = await running.get('/once', who);

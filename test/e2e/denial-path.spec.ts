@@ -17,7 +17,7 @@ import {
   RateLimitModule,
 } from '../../lib/index.js';
 import { VirtualClock } from '../support/limiters.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
 import { type AdapterKind, byClientHeader, startApp, withApp } from '../support/test-app.js';
 
 @Controller('one')
@@ -207,6 +207,8 @@ describe.each<AdapterKind>(['express', 'fastify'])('429s over HTTP with %s', (ad
         { configure: (app) => global && app.useGlobalFilters(new global()) },
       ),
       async (running) => {
+        // The five requests in one fixed window on Redis's clock.
+        await untilWindowHasRoom(server, 60_000);
         const who = nextClient();
         expect((await running.get(path, who)).status).toBe(200);
         for (let i = 0; i < 4; i++) {

@@ -10,7 +10,7 @@ import {
   SkipRateLimit,
 } from '../../lib/index.js';
 import { KeyRecordingStore, withRedisDown } from '../support/limiters.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
 import { type AdapterKind, type RunningApp, startApp } from '../support/test-app.js';
 
 @Resolver()
@@ -126,6 +126,8 @@ describe.each(drivers)('GraphQL with %s', (_name, adapter, graphQLModule) => {
     afterAll(() => running.close());
 
     it('limits a query to its limit, then answers a RATE_LIMITED error with retryAfter and the HTTP headers', async () => {
+      // The three queries in one fixed window of 'book' on Redis's clock.
+      await untilWindowHasRoom(server, 60_000);
       const admitted = [await graphql(running, '{ book }'), await graphql(running, '{ book }')];
       expect(admitted.map((reply) => reply.data)).toEqual([{ book: 'Dune' }, { book: 'Dune' }]);
       expect(admitted[1].headers.get('ratelimit-policy')).toBe('"default";q=2;w=60');
@@ -151,6 +153,8 @@ describe.each(drivers)('GraphQL with %s', (_name, adapter, graphQLModule) => {
     });
 
     it('limits a mutation under its own policy', async () => {
+      // Both mutations in one fixed window of 'writes' (an hour) on Redis's clock.
+      await untilWindowHasRoom(server, 3_600_000);
       expect((await graphql(running, 'mutation { addBook }')).data).toEqual({ addBook: 'added' });
       const denied = await graphql(running, 'mutation { addBook }');
       expect(denied.data).toEqual({ addBook: null });

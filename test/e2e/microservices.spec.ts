@@ -17,7 +17,7 @@ import {
 } from '../../lib/index.js';
 import { freePort } from '../support/free-port.js';
 import { KeyRecordingStore, withRedisDown } from '../support/limiters.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
 
 @Controller()
 class PingController {
@@ -90,6 +90,8 @@ describe('microservice message handlers over TCP', () => {
   it('limits a message handler to its limit, then answers an RpcException with code and retryAfter', async () => {
     const service = await boot();
     try {
+      // The three messages in one fixed window of 'ping' on Redis's clock.
+      await untilWindowHasRoom(server, 60_000);
       expect(await service.send('ping', 'a')).toEqual({ reply: 'pong a' });
       expect(await service.send('ping', 'b')).toEqual({ reply: 'pong b' });
       const denied = await service.send('ping', 'c');

@@ -6,7 +6,7 @@ import {
   type RateLimitOutcome,
   type RateLimitPolicy,
 } from '../../lib/index.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
 import {
   type AdapterKind,
   byClientHeader,
@@ -64,6 +64,8 @@ describe.each<AdapterKind>(['express', 'fastify'])(
         { logger },
       );
       await withApp(running, async (app) => {
+        // The four requests in one fixed window of 'enforced' and 'tight' on Redis's clock.
+        await untilWindowHasRoom(server, 60_000);
         const who = nextClient();
         const responses = [];
         for (let i = 0; i < 4; i++) responses.push(await app.get('/trial', who));
@@ -118,6 +120,8 @@ describe.each<AdapterKind>(['express', 'fastify'])(
             { name: 'enforced', algorithm: 'token-bucket', limit: 2, window: '1m' },
             { name: 'trial', algorithm: 'fixed-window', limit: 1, window: '1m', shadow: true },
           ];
+          // The three decisions in one fixed window of 'trial' on Redis's clock.
+          await untilWindowHasRoom(server, 60_000);
           const key = nextClient();
           const decisions = [];
           for (let i = 0; i < 3; i++) decisions.push(await limiter.consume(key, policies));

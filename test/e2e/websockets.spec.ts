@@ -13,7 +13,7 @@ import {
   type RateLimitModuleOptions,
 } from '../../lib/index.js';
 import { KeyRecordingStore, withRedisDown } from '../support/limiters.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
 import { type RunningApp, startApp } from '../support/test-app.js';
 
 @WebSocketGateway()
@@ -135,6 +135,8 @@ describe.each(transports)('WebSocket gateway on %s', (_name, adapter, connect) =
   it('limits a message handler to its limit, then answers a WsException with code and retryAfter', async () => {
     const running = await boot();
     try {
+      // Both sessions in one fixed window of 'ping' on Redis's clock.
+      await untilWindowHasRoom(server, 60_000);
       await session(running, async (client) => {
         expect(await client.call('ping', 'a')).toEqual({ event: 'pong', data: 'a' });
         expect(await client.call('ping', 'b')).toEqual({ event: 'pong', data: 'b' });

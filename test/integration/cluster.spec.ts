@@ -10,6 +10,7 @@ import {
 import { resolveOptions } from '../../lib/resolved-options.js';
 import { RedisStore } from '../../lib/stores/redis.store.js';
 import { type RedisClusterHandle, startRedisCluster } from '../support/redis-cluster.js';
+import { untilWindowHasRoom } from '../support/redis-server.js';
 import { byClientHeader, type RunningApp, startApp } from '../support/test-app.js';
 import { watchTimerLateness } from '../support/timer-lateness.js';
 
@@ -152,6 +153,8 @@ describe('Redis Cluster (3 masters)', () => {
       { name: 'b', algorithm: 'token-bucket', limit: 5, window: '1m' },
     ];
     const key = 'blocked{client}';
+    // The three charges in one minute of the masters' clock (this machine's).
+    await untilWindowHasRoom(client.nodes('master')[0], 60_000);
     const written = await keysWrittenBy(async () => {
       const decisions = [];
       for (let i = 0; i < 4; i++) decisions.push(await limiter.consume(key, policies));

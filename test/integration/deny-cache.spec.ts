@@ -6,7 +6,7 @@ import {
 } from '../../lib/index.js';
 import { LimiterFixture, VirtualClock } from '../support/limiters.js';
 import { seededRandom } from '../support/seeded-random.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
 
 /**
  * The deny cache answers known denials without Redis. It must be exact: across pods on
@@ -165,6 +165,9 @@ describe('deny cache lifecycle', () => {
   it("reset() clears this pod's entries; another pod denies until the end it knows", async () => {
     const shared = { prefix: 'dc-reset' };
     const [a, b] = [await pod(shared), await pod(shared)];
+    // One fixed window on Redis's clock throughout: a new one would admit, and end the
+    // denials the caches know.
+    await untilWindowHasRoom(server, 60_000);
     expect((await a.limiter.consume('k', policy)).allowed).toBe(true);
     expect((await a.limiter.consume('k', policy)).allowed).toBe(false);
     expect((await b.limiter.consume('k', policy)).allowed).toBe(false);
@@ -224,6 +227,9 @@ describe('deny cache lifecycle', () => {
     }).ready();
     try {
       const tenth: RateLimitPolicy = { algorithm: 'fixed-window', limit: 10, window: '1m' };
+      // The local share's two decisions in one window (Redis's clock and the local one are
+      // this machine's).
+      await untilWindowHasRoom(fixture.client!, 60_000);
       expect((await fixture.limiter.consume('k', tenth)).allowed).toBe(true);
       const paused = own.pause(800);
       await paused;
@@ -243,6 +249,8 @@ describe('deny cache lifecycle', () => {
 
   it('holds at most maxEntries, the oldest out first', async () => {
     const a = await pod({ prefix: 'dc-cap', denyCache: { maxEntries: 2 } });
+    // The remembered denials last to the window's end on Redis's clock: past it, all ask Redis.
+    await untilWindowHasRoom(server, 60_000);
     for (const key of ['x', 'y', 'z']) {
       await a.limiter.consume(key, policy);
       await a.limiter.consume(key, policy); // denied: remembered

@@ -4,7 +4,7 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import { freePort } from './free-port.js';
 
 export const REDIS_SERVER_BIN = '/usr/bin/redis-server';
@@ -124,17 +124,23 @@ const WINDOW_ROOM_MS = 5_000;
  * has `roomMs` (under `windowMs`) left. Fixed windows start their count over when one ends,
  * so a sequence of requests that expects a denial is started here, not whenever the wall
  * clock happens to be. For windows of a length asserted on (headers' w=60, a minute's
- * counts); where any length will do, `windowWithRoom` picks one without waiting.
+ * counts); where any length will do, `windowWithRoom` picks one without waiting. Given a
+ * server rather than a client, it reads the clock over a connection of its own.
  */
 export async function untilWindowHasRoom(
-  client: Redis,
+  redis: Redis | RedisServer,
   windowMs: number,
   roomMs = WINDOW_ROOM_MS,
 ): Promise<void> {
-  for (;;) {
-    const left = windowMs - ((await redisNowMs(client)) % windowMs);
-    if (left >= roomMs) return;
-    await sleep(left);
+  const client = redis instanceof Redis ? redis : new Redis(redis.url);
+  try {
+    for (;;) {
+      const left = windowMs - ((await redisNowMs(client)) % windowMs);
+      if (left >= roomMs) return;
+      await sleep(left);
+    }
+  } finally {
+    if (client !== redis) client.disconnect();
   }
 }
 
