@@ -56,6 +56,38 @@ describe.each<StoreKind>(['redis', 'memory'])('blockDuration on the %s store', (
     },
   );
 
+  /**
+   * Limit 4 per second (a unit every 250 ms, burst 4), 3 spent at the start of a window, a
+   * block of 500 ms: at its end the windows still count the 3 (1 left), the token bucket has
+   * refilled 2 (3 left), the leaky bucket has drained 2 (a wait of 250 ms admits a cost of 3).
+   */
+  const leftAfterShortBlock: Record<Algorithm, number> = {
+    'token-bucket': 3,
+    'leaky-bucket': 3,
+    'fixed-window': 1,
+    'sliding-window-log': 1,
+    'sliding-window-counter': 1,
+  };
+
+  it.each(ALGORITHMS)(
+    '%s: a short block ends on the budget the algorithm holds then, not a fresh one',
+    async (algorithm) => {
+      const policy = { ...policyFor(algorithm), blockDuration: 500 };
+      const key = `short-${algorithm}-${kind}`;
+      const { limiter } = fixture;
+      // The start of a window (windows are epoch-aligned), later than the clock has been.
+      clock.set((Math.floor(clock.now / 60_000) + 1) * 60_000);
+      expect((await limiter.consume(key, policy, 3)).allowed).toBe(true);
+      expect((await limiter.consume(key, policy, 2)).allowed).toBe(false);
+      clock.advance(499);
+      expect((await limiter.peek(key, policy, 1)).allowed).toBe(false);
+      clock.advance(1);
+      const left = leftAfterShortBlock[algorithm];
+      expect((await limiter.peek(key, policy, left)).allowed).toBe(true);
+      expect((await limiter.peek(key, policy, left + 1)).allowed).toBe(false);
+    },
+  );
+
   it('starts no block for a cost beyond capacity, nor for a peek', async () => {
     const policy = policyFor('token-bucket');
     const key = `hopeless-${kind}`;
