@@ -3,6 +3,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { type Algorithm, ALGORITHMS, type RateLimitPolicy } from '../../lib/index.js';
 import { RateLimiter } from '../../lib/rate-limiter.service.js';
 import { resolveOptions } from '../../lib/resolved-options.js';
+import { resolvePolicies } from '../../lib/resolved-policy.js';
 import { RedisStore } from '../../lib/stores/redis.store.js';
 import { LimiterFixture, VirtualClock } from '../support/limiters.js';
 import {
@@ -276,6 +277,44 @@ describe('Redis store', () => {
       expect(remaining.sort((a, b) => a - b).slice(0, 5)).toEqual([90, 90, 90, 90, 90]);
       expect(await ping).toBe('PONG');
       expect(await client.dbsize()).toBe(5);
+    });
+
+    it("sends a turn's calls in one write to the socket", async () => {
+      const { client, limiter, store } = await limiterOn({});
+      // Its script loaded first, so every call below is the same EVALSHA.
+      await limiter.consume('writes', policy);
+      const socket = client.stream as unknown as {
+        _write: (...args: unknown[]) => void;
+        _writev: (...args: unknown[]) => void;
+      };
+      let writes = 0;
+      for (const method of ['_write', '_writev'] as const) {
+        const write = socket[method];
+        socket[method] = function (this: unknown, ...args: unknown[]) {
+          writes++;
+          return write.apply(this, args);
+        };
+      }
+      await Promise.all(Array.from({ length: 10 }, () => limiter.consume('writes', policy)));
+      expect(writes).toBe(1);
+      await store.close();
+    });
+
+    it("gives a failed call the caller's stack under showFriendlyErrorStack, as its own methods would", async () => {
+      const { store } = await limiterOn({ showFriendlyErrorStack: true });
+      const [resolved] = resolvePolicies([policy], { label: 'test', defaultScope: 'global' });
+      const key = 'app1:{friendly}:wrong-type';
+      // A hash where the script expects a string: the script fails with WRONGTYPE.
+      await admin.hset(key, 'field', '1');
+      const failure = await store
+        .decide({ mode: 'consume', keys: [key], policies: [resolved], costs: [1], ttlFloorMs: 0 })
+        .then(
+          () => undefined,
+          (error: Error) => error,
+        );
+      expect(failure?.message).toMatch(/WRONGTYPE/);
+      expect(failure?.stack).toMatch(/redis-store\.spec\.ts/);
+      await store.close();
     });
   });
 
