@@ -280,7 +280,7 @@ describe('Redis store', () => {
     });
 
     it("sends a turn's calls in one write to the socket", async () => {
-      const { client, limiter, store } = await limiterOn({});
+      const { client, limiter } = await limiterOn({});
       // Its script loaded first, so every call below is the same EVALSHA.
       await limiter.consume('writes', policy);
       const socket = client.stream as unknown as {
@@ -297,24 +297,29 @@ describe('Redis store', () => {
       }
       await Promise.all(Array.from({ length: 10 }, () => limiter.consume('writes', policy)));
       expect(writes).toBe(1);
-      await store.close();
     });
 
     it("gives a failed call the caller's stack under showFriendlyErrorStack, as its own methods would", async () => {
-      const { store } = await limiterOn({ showFriendlyErrorStack: true });
+      await limiterOn({ showFriendlyErrorStack: true });
       const [resolved] = resolvePolicies([policy], { label: 'test', defaultScope: 'global' });
       const key = 'app1:{friendly}:wrong-type';
       // A hash where the script expects a string: the script fails with WRONGTYPE.
       await admin.hset(key, 'field', '1');
-      const failure = await store
-        .decide({ mode: 'consume', keys: [key], policies: [resolved], costs: [1], ttlFloorMs: 0 })
+      const failure = await store!
+        .decide({
+          mode: 'consume',
+          keys: [key],
+          policies: [resolved],
+          costs: [1],
+          now: undefined,
+          ttlFloorMs: 0,
+        })
         .then(
           () => undefined,
           (error: Error) => error,
         );
       expect(failure?.message).toMatch(/WRONGTYPE/);
       expect(failure?.stack).toMatch(/redis-store\.spec\.ts/);
-      await store.close();
     });
   });
 
