@@ -33,8 +33,11 @@ export default {
     '<rootDir>/test/integration/algorithms.spec.ts',
   ],
   testNamePattern: '^(?!redis store )',
-  // The rest of a file's tests are skipped once one fails: one failure kills the mutant.
+  // One failure kills the mutant: the rest of a file's tests are skipped once one fails, and
+  // the rest of the suites are not loaded; the suites likeliest to fail, then the quickest, go first.
   testEnvironment: `${import.meta.dirname}/scripts/jest-bail-environment.mjs`,
+  runner: `${import.meta.dirname}/scripts/jest-bail-runner.mjs`,
+  testSequencer: `${import.meta.dirname}/scripts/jest-failing-first-sequencer.mjs`,
   // A mutant that stalls a promise fails its test here, instead of timing out the runner:
   // six times the slowest of these tests (250 ms), each mutant's hanging tests one after another.
   testTimeout: 1_500,
