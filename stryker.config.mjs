@@ -32,6 +32,10 @@ export default {
     'lib/denial-responses.ts',
   ],
   concurrency: 2,
+  // Each Jest run leaves its ESM modules behind (some megabytes of heap a mutant): a runner
+  // kept for the whole run grew to 3 GB, near Node's heap limit, where garbage collection
+  // takes ever more of its time. A fresh runner costs about a second of start-up.
+  maxTestRunnerReuse: 50,
   // Stryker's limit for a mutant is 1.5x its covering tests' time, plus the initial run's
   // overhead (loading every suite, seconds), plus this. A hanging test fails on its own at
   // Jest's testTimeout (jest.mutation.config.js) well before that; a timeout here kills and
