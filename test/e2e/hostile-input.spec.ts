@@ -2,7 +2,7 @@ import { Controller, Get, type ExecutionContext } from '@nestjs/common';
 import { connect } from 'node:net';
 import { Redis } from 'ioredis';
 import { RateLimit, RateLimitModule } from '../../lib/index.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
 import {
   type AdapterKind,
   byClientHeader,
@@ -85,6 +85,8 @@ describe.each<AdapterKind>(['express', 'fastify'])('hostile input on %s', (adapt
     redis?.disconnect();
     await server?.stop();
   });
+  // The routes' fixed windows of an hour count across each test's requests on Redis's clock.
+  beforeEach(() => untilWindowHasRoom(redis, 3_600_000));
 
   /** Every key the limiter wrote: short, expiring. */
   async function expectKeysBoundedAndExpiring(): Promise<void> {

@@ -10,7 +10,7 @@ import {
 } from '../../lib/index.js';
 import type { StoreKind } from '../support/limiters.js';
 import { collectingMeter } from '../support/metric-reader.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
 import {
   type AdapterKind,
   byClientHeader,
@@ -119,6 +119,9 @@ const combinations: [AdapterKind, StoreKind][] = [
 describe.each(combinations)(
   'limits per request over HTTP with %s on the %s store',
   (adapter, store) => {
+    // The routes' fixed windows of an hour count across each test's requests, on Redis's
+    // clock or the embedded store's (this machine's, the same).
+    beforeEach(() => untilWindowHasRoom(server, 3_600_000));
     let client = 0;
     /** A new client on `plan`. */
     const clientOn = (plan: string) => {
