@@ -1,0 +1,94 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+
+/**
+ * The hot-path bench's bare guard (bench/hot-path-app.ts) is the floor of a Redis-backed
+ * guard doing the library's job: the README says it answers with the same RateLimit-Policy
+ * and RateLimit headers, a 429 with Retry-After and the same body, on a key of the library's
+ * shape. Both apps, as the bench runs them (built, in a process of their own), asked the
+ * same requests.
+ */
+const APP = fileURLToPath(new URL('../../dist/bench/hot-path-app.js', import.meta.url));
+
+let server: RedisServer;
+let admin: Redis;
+beforeAll(async () => {
+  server = await startRedisServer();
+  admin = new Redis(server.url);
+});
+afterAll(async () => {
+  admin.disconnect();
+  await server.stop();
+});
+
+/** Starts the bench's app in `variant` on `adapter`; resolves to its URL and a stop function. */
+async function startBenchApp(variant: string, adapter: string) {
+  const child = spawn(process.execPath, [APP], {
+    env: {
+      ...process.env,
+      HOT_PATH_VARIANT: variant,
+      HOT_PATH_ADAPTER: adapter,
+      REDIS_URL: server.url,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = once(child, 'exit');
+  let output = '';
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const listening = /listening (\d+)/.exec(output);
+      if (listening) resolve(Number(listening[1]));
+    });
+    void exited.then(([code]) => reject(new Error(`${variant} app exited (${code}): ${output}`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop: async () => {
+      child.kill();
+      await exited.catch(() => undefined);
+    },
+  };
+}
+
+/**
+ * What a client sees of a response, with the seconds that depend on when it was asked (the
+ * reset, the retry) written as `<s>`: both apps are asked seconds apart.
+ */
+async function seen(url: string, client: string) {
+  const response = await fetch(url, { headers: { 'x-client': client } });
+  const seconds = (text: string) => text.replace(/\d+/g, '<s>');
+  return {
+    status: response.status,
+    policy: response.headers.get('ratelimit-policy'),
+    rateLimit: response.headers.get('ratelimit')?.replace(/;t=\d+/, ';t=<s>') ?? null,
+    retryAfter: response.headers.get('retry-after')?.replace(/^\d+$/, '<s>') ?? null,
+    body: (await response.text()).replace(/retry in \d+ s|"retryAfter":\d+/g, seconds),
+  };
+}
+
+describe.each(['express', 'fastify'])('the hot-path bench on %s', (adapter) => {
+  it('has the bare guard answer as the library does: headers, 429 and keys', async () => {
+    const asked = async (variant: string) => {
+      await admin.flushall();
+      const app = await startBenchApp(variant, adapter);
+      try {
+        const responses = [
+          await seen(`${app.url}/ping`, 'roomy'),
+          await seen(`${app.url}/hot`, 'hot'),
+          await seen(`${app.url}/hot`, 'hot'),
+        ];
+        return { responses, keys: (await admin.keys('*')).sort() };
+      } finally {
+        await app.stop();
+      }
+    };
+    const library = await asked('redis');
+    expect(library.responses.map((response) => response.status)).toEqual([200, 200, 429]);
+    expect(library.responses[2].retryAfter).toBe('<s>');
+    expect(await asked('bare')).toEqual(library);
+  }, 60_000);
+});
