@@ -18,7 +18,12 @@ import { RedisStore } from '../../lib/stores/redis.store.js';
 import { freePort } from '../support/free-port.js';
 import { type RedisClusterHandle, startRedisCluster } from '../support/redis-cluster.js';
 import { LimiterFixture } from '../support/limiters.js';
-import { type RedisServer, sendRawCommand, startRedisServer } from '../support/redis-server.js';
+import {
+  type RedisServer,
+  sendRawCommand,
+  startRedisServer,
+  untilWindowHasRoom,
+} from '../support/redis-server.js';
 import { createTestCertificate, type TestCertificate } from '../support/tls-certificate.js';
 import { byClientHeader, RecordingLogger, startApp, withApp } from '../support/test-app.js';
 
@@ -99,8 +104,15 @@ describe('Redis with a password (requirepass)', () => {
   afterAll(() => server?.stop());
 
   it('decides with the password in the URL or in the options', async () => {
-    await expectLimited(`redis://:${PASSWORD}@127.0.0.1:${server.port}`);
-    await expectLimited({ host: '127.0.0.1', port: server.port, password: PASSWORD });
+    const admin = new Redis({ port: server.port, password: PASSWORD });
+    try {
+      // Both apps' requests in one window of an hour on Redis's clock.
+      await untilWindowHasRoom(admin, 3_600_000, 10_000);
+      await expectLimited(`redis://:${PASSWORD}@127.0.0.1:${server.port}`);
+      await expectLimited({ host: '127.0.0.1', port: server.port, password: PASSWORD });
+    } finally {
+      admin.disconnect();
+    }
   });
 
   it('warns at start-up with the cause, then serves by the failure mode, for a wrong password', async () => {
@@ -139,6 +151,8 @@ const clusterRules = /On a Redis Cluster, add `([^`]+)`/.exec(README)?.[1].split
 /** A limiter, and how to close it, on a client that logs in as the README's user. */
 interface AclLimiter {
   readonly limiter: RateLimiter;
+  /** Where the harness reads Redis's clock, as the default user (the README's may lack TIME). */
+  readonly clock: Redis | RedisServer;
   /** Resolves once its client is ready, or does not within a second. */
   readonly ready: Promise<unknown>;
   close(): Promise<void>;
@@ -152,9 +166,12 @@ interface AclLimiter {
 let runs = 0;
 async function everyAlgorithm(connect: () => AclLimiter): Promise<unknown> {
   const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
-  const { limiter, ready, close } = connect();
+  const { limiter, clock, ready, close } = connect();
   try {
     await Promise.race([ready, sleep(1_000, undefined, { ref: false })]);
+    // The fixed window's three charges in one minute of Redis's clock: in a new one the third
+    // would be admitted. Five algorithms' few commands take well under 3 s.
+    await untilWindowHasRoom(clock, 60_000, 3_000);
     for (const algorithm of ALGORITHMS) {
       const policy = { name: 'acl', algorithm, limit: 1, window: '1m' };
       const key = `acl-${algorithm}-${++runs}`;
@@ -195,6 +212,7 @@ async function unneededCommands(
 
 describe('an ACL user with only the permissions the README lists', () => {
   let server: RedisServer;
+  let admin: Redis;
   const setUser = (ruleList: readonly string[]) =>
     sendRawCommand(server.port, ['ACL', 'SETUSER', user, 'reset', ...ruleList], 1_000, PASSWORD);
   const connect = (): AclLimiter => {
@@ -203,13 +221,22 @@ describe('an ACL user with only the permissions the README lists', () => {
       `redis://${user}:${password}@127.0.0.1:${server.port}`,
     );
     fixture.client!.on('error', () => undefined);
-    return { limiter: fixture.limiter, ready: fixture.ready(), close: () => fixture.close() };
+    return {
+      limiter: fixture.limiter,
+      clock: admin,
+      ready: fixture.ready(),
+      close: () => fixture.close(),
+    };
   };
 
   beforeAll(async () => {
     server = await startRedisServer({ password: PASSWORD });
+    admin = new Redis({ port: server.port, password: PASSWORD });
   });
-  afterAll(() => server?.stop());
+  afterAll(async () => {
+    admin?.disconnect();
+    await server?.stop();
+  });
 
   it('is in the README', () => {
     expect(user).not.toBe('');
@@ -253,6 +280,7 @@ describe('an ACL user on a Redis Cluster with the permissions the README lists',
     client.on('node error', () => undefined);
     return {
       limiter: new RateLimiter(resolveOptions({}), new RedisStore(client, true)),
+      clock: cluster.servers[0],
       ready: once(client, 'ready'),
       close: async () => client.disconnect(),
     };
@@ -306,6 +334,8 @@ describe('Redis over TLS', () => {
   });
 
   it('decides through tls options, and through a rediss:// client of the user', async () => {
+    // Both apps' requests in one window of an hour on Redis's clock (read on the plain port).
+    await untilWindowHasRoom(server, 3_600_000, 10_000);
     await expectLimited({ host: '127.0.0.1', port: tlsPort, tls: { ca: certificate.ca } });
     const client = new Redis(`rediss://127.0.0.1:${tlsPort}`, { tls: { ca: certificate.ca } });
     try {
