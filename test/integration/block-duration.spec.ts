@@ -88,6 +88,18 @@ describe.each<StoreKind>(['redis', 'memory'])('blockDuration on the %s store', (
     },
   );
 
+  it('leaky-bucket: a delayed request is admitted and starts no block', async () => {
+    const policy = policyFor('leaky-bucket');
+    const key = `delayed-${kind}`;
+    const { limiter } = fixture;
+    expect((await limiter.consume(key, policy)).results[0].delayMs).toBe(0);
+    const delayed = await limiter.consume(key, policy);
+    expect(delayed.allowed).toBe(true);
+    expect(delayed.results[0].delayMs).toBe(250);
+    // Two more fit in the queue (waits of 500 and 750 ms): no block holds them out.
+    expect((await limiter.peek(key, policy, 2)).allowed).toBe(true);
+  });
+
   it('starts no block for a cost beyond capacity, nor for a peek', async () => {
     const policy = policyFor('token-bucket');
     const key = `hopeless-${kind}`;
