@@ -297,7 +297,8 @@ export class SilenceMeter {
 
   /** Makes sure the timer fires by `at`, not before (monotonic ms); Infinity: no need. */
   private wakeAt(at: number): void {
-    if (at >= this.timerAt || at === Infinity) return;
+    // Infinity (no need) is never below timerAt, so it returns here too.
+    if (at >= this.timerAt) return;
     if (this.timer) clearTimeout(this.timer);
     this.timerAt = at;
     // A timer counts from the event loop's cached clock, which may be a millisecond behind:
