@@ -7,14 +7,19 @@
  *   by, for every variant alike), all admitted: the whole decision on every request;
  * - `hot`: one client over its limit, every request denied (429; the no-limiter app
  *   answers 200): what a client hammering a spent limit costs.
- * Variants are interleaved round by round, each round's ratios taken against that
- * round's own runs; the median round is reported, since this 2-core machine (load
- * generator, app and Redis on it together) is noisy. Targets: distinct, library on Redis
- * at least 0.95x the bare guard; hot, at least 0.90x the no-limiter app.
+ * Variants are interleaved round by round, in an order rotated each round, each from a
+ * fresh app process per scenario; each round's ratios are taken against that round's own
+ * runs and the median round is reported, since this 2-core machine (load generator, app
+ * and Redis on it together) is noisy. Beside requests/s, the app's CPU per request: where
+ * the app gets only part of a core (the load generator and other processes take the rest),
+ * requests/s follows its share of the machine, CPU per request what it does per request.
+ * Targets: distinct, library on Redis at least 0.95x the bare guard; hot, at least 0.90x
+ * the no-limiter app.
  *
  *   npm run bench:hot-path
  *   HOT_PATH_SECONDS (4), HOT_PATH_ROUNDS (5), HOT_PATH_CONNECTIONS (32),
- *   HOT_PATH_ADAPTERS (express,fastify) to tune
+ *   HOT_PATH_ADAPTERS (express,fastify), HOT_PATH_VARIANTS (none,bare,redis,memory,metrics),
+ *   HOT_PATH_SCENARIOS (distinct,hot) to tune; ratios need the `none` and `bare` variants
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -26,10 +31,20 @@ const SECONDS = Number(process.env.HOT_PATH_SECONDS ?? 4);
 const ROUNDS = Number(process.env.HOT_PATH_ROUNDS ?? 5);
 const CONNECTIONS = Number(process.env.HOT_PATH_CONNECTIONS ?? 32);
 const ADAPTERS = (process.env.HOT_PATH_ADAPTERS ?? 'express,fastify').split(',');
-const VARIANTS = ['none', 'bare', 'redis', 'memory', 'metrics'] as const;
-const SCENARIOS = ['distinct', 'hot'] as const;
-type Variant = (typeof VARIANTS)[number];
-type Scenario = (typeof SCENARIOS)[number];
+const ALL_VARIANTS = ['none', 'bare', 'redis', 'memory', 'metrics'] as const;
+const ALL_SCENARIOS = ['distinct', 'hot'] as const;
+type Variant = (typeof ALL_VARIANTS)[number];
+type Scenario = (typeof ALL_SCENARIOS)[number];
+/** A comma-separated subset of `all` from the environment, in `all`'s order; all if unset. */
+function chosen<T extends string>(name: string, all: readonly T[]): readonly T[] {
+  const asked = process.env[name]?.split(',');
+  if (!asked) return all;
+  const unknown = asked.filter((value) => !all.includes(value as T));
+  if (unknown.length > 0) throw new Error(`${name}: unknown ${unknown.join(', ')}`);
+  return all.filter((value) => asked.includes(value));
+}
+const VARIANTS = chosen('HOT_PATH_VARIANTS', ALL_VARIANTS);
+const SCENARIOS = chosen('HOT_PATH_SCENARIOS', ALL_SCENARIOS);
 
 async function startApp(adapter: string, variant: Variant, redisUrl: string) {
   const app = spawn(
@@ -140,34 +155,52 @@ const series = (adapter: string, scenario: Scenario, variant: Variant, measure =
   if (!rates.has(name)) rates.set(name, []);
   return rates.get(name)!;
 };
+/** One scenario's measured run on a started app, after its warm-up. */
+async function measure(
+  app: { port: number; pid: number },
+  adapter: string,
+  variant: Variant,
+  scenario: Scenario,
+  round: number,
+) {
+  const denied = scenario === 'hot' && variant !== 'none';
+  await warmUp(app.port, scenario);
+  const [appBefore, redisBefore] = [appCpuUs(app.pid), await redisCpuUs(redis.port)];
+  const generatorBefore = process.cpuUsage();
+  const { rate, failedOpen: undecided, total } = await load(app.port, scenario, denied, SECONDS);
+  const generator = process.cpuUsage(generatorBefore);
+  const [appAfter, redisAfter] = [appCpuUs(app.pid), await redisCpuUs(redis.port)];
+  const appUs = (appAfter - appBefore) / total;
+  series(adapter, scenario, variant).push(rate);
+  series(adapter, scenario, variant, 'app').push(appUs);
+  series(adapter, scenario, variant, 'redis').push((redisAfter - redisBefore) / total);
+  const name = `${adapter}/${scenario}/${variant}`;
+  failedOpen.set(name, (failedOpen.get(name) ?? 0) + undecided);
+  console.log(
+    `round ${round} ${adapter.padEnd(7)} ${scenario.padEnd(8)} ${variant.padEnd(7)} ` +
+      `${rate.toFixed(0)} req/s; CPU µs per request: app ${appUs.toFixed(1)} ` +
+      `(${((rate * appUs) / 1e6).toFixed(2)} of a core), ` +
+      `load generator ${((generator.user + generator.system) / total).toFixed(1)}` +
+      (LIMITED.has(variant) ? `; ${undecided} admitted failing open` : ''),
+  );
+}
+
 try {
   for (let round = 1; round <= ROUNDS; round++) {
     for (const adapter of ADAPTERS) {
-      for (const variant of VARIANTS) {
-        const app = await startApp(adapter, variant, redis.url);
-        try {
-          for (const scenario of SCENARIOS) {
-            const denied = scenario === 'hot' && variant !== 'none';
-            await warmUp(app.port, scenario);
-            const [appBefore, redisBefore] = [appCpuUs(app.pid), await redisCpuUs(redis.port)];
-            const {
-              rate,
-              failedOpen: undecided,
-              total,
-            } = await load(app.port, scenario, denied, SECONDS);
-            series(adapter, scenario, variant).push(rate);
-            const [appAfter, redisAfter] = [appCpuUs(app.pid), await redisCpuUs(redis.port)];
-            series(adapter, scenario, variant, 'app').push((appAfter - appBefore) / total);
-            series(adapter, scenario, variant, 'redis').push((redisAfter - redisBefore) / total);
-            const name = `${adapter}/${scenario}/${variant}`;
-            failedOpen.set(name, (failedOpen.get(name) ?? 0) + undecided);
-            console.log(
-              `round ${round} ${adapter.padEnd(7)} ${scenario.padEnd(8)} ${variant.padEnd(6)} ${rate.toFixed(0)} req/s` +
-                (LIMITED.has(variant) ? `, ${undecided} admitted failing open` : ''),
-            );
+      // Rotated each round, so that no variant always runs first or last (after the others
+      // have warmed, heated or loaded the machine).
+      const order = VARIANTS.map((_, i) => VARIANTS[(i + round - 1) % VARIANTS.length]);
+      for (const variant of order) {
+        // A fresh app per scenario: what a scenario measures does not depend on the one
+        // run before it in the same process.
+        for (const scenario of SCENARIOS) {
+          const app = await startApp(adapter, variant, redis.url);
+          try {
+            await measure(app, adapter, variant, scenario, round);
+          } finally {
+            app.stop();
           }
-        } finally {
-          app.stop();
         }
       }
     }
@@ -189,18 +222,25 @@ for (const adapter of ADAPTERS) {
     const bare = series(adapter, scenario, 'bare');
     console.log(
       `\n${adapter}, ${scenario === 'distinct' ? 'distinct keys (all 200)' : 'one hot key (all 429 but no limiter)'}\n` +
-        '| variant | median req/s | median ratio to no limiter | median ratio to bare guard | CPU µs per request: app / Redis (medians) | admitted failing open, all rounds |\n|---|---|---|---|---|---|',
+        '| variant | median req/s | median ratio to no limiter | median ratio to bare guard | CPU µs per request: app / Redis (medians) | app CPU per request, median ratio no limiter / variant | admitted failing open, all rounds |\n|---|---|---|---|---|---|---|',
     );
     for (const variant of VARIANTS) {
       const own = series(adapter, scenario, variant);
       const ratio = (base: number[]) =>
-        `${median(own.map((rate, round) => rate / base[round])).toFixed(2)}x`;
+        base.length === 0
+          ? 'n/a'
+          : `${median(own.map((rate, round) => rate / base[round])).toFixed(2)}x`;
       const cpu = (side: string) => median(series(adapter, scenario, variant, side)).toFixed(1);
+      const noneApp = series(adapter, scenario, 'none', 'app');
+      const appRatio =
+        noneApp.length === 0
+          ? 'n/a'
+          : `${median(series(adapter, scenario, variant, 'app').map((us, round) => noneApp[round] / us)).toFixed(2)}x`;
       const undecided = LIMITED.has(variant)
         ? String(failedOpen.get(`${adapter}/${scenario}/${variant}`))
         : 'n/a';
       console.log(
-        `| ${names[variant]} | ${median(own).toFixed(0)} | ${ratio(none)} | ${ratio(bare)} | ${cpu('app')} / ${cpu('redis')} | ${undecided} |`,
+        `| ${names[variant]} | ${median(own).toFixed(0)} | ${ratio(none)} | ${ratio(bare)} | ${cpu('app')} / ${cpu('redis')} | ${appRatio} | ${undecided} |`,
       );
     }
   }
