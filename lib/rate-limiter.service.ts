@@ -52,6 +52,13 @@ export class RateLimiter implements OnApplicationShutdown {
   /** What consume and peek need of one policy or array argument, by that argument. */
   private readonly prepared = new WeakMap<RateLimitPolicy | RateLimitPolicy[], PreparedCall>();
   private readonly shadowLog: ThrottledLog;
+  /**
+   * The last call's store keys, with the client key and policies they were made of. A client
+   * hammering a spent limit sends the same key again and again: its keys are reused, not
+   * built anew, and the deny cache's lookup reads the hash V8 keeps in the reused string
+   * instead of joining and hashing a new one.
+   */
+  private lastKeys: KeysOfCall | undefined;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
@@ -133,8 +140,13 @@ export class RateLimiter implements OnApplicationShutdown {
     costs: readonly number[],
     shadowsApart: boolean,
   ): Promise<RateLimitDecision> {
+    const last = this.lastKeys;
+    const known =
+      last !== undefined &&
+      sameElements(last.policies, policies) &&
+      sameElements(last.clientKeys, clientKeys);
     // Sized up front: a push into an empty array reserves room for 16.
-    const keys = new Array<string>(policies.length);
+    const keys = known ? last.keys : new Array<string>(policies.length);
     let tag = '';
     let impossible = false;
     try {
@@ -143,6 +155,7 @@ export class RateLimiter implements OnApplicationShutdown {
           return this.decideWithShadows(mode, clientKeys, policies, costs);
         }
         if (isBeyondCapacity(policies[i], costs[i])) impossible = true;
+        if (known) continue;
         // Policies keyed alike (the usual case) share one tag: encode it once.
         if (i === 0 || clientKeys[i] !== clientKeys[i - 1]) tag = clientTag(clientKeys[i]);
         keys[i] = policyKey(this.options.prefix, tag, policies[i].keySuffix);
@@ -150,6 +163,8 @@ export class RateLimiter implements OnApplicationShutdown {
     } catch (error) {
       return Promise.reject(error);
     }
+    // Copies: the caller may change its arrays in place (decideFor refills one per call).
+    if (!known) this.lastKeys = { clientKeys: [...clientKeys], policies: [...policies], keys };
     const now = this.now?.();
     const askedAt = performance.now();
     // Known denials are answered here. A cost beyond capacity skips the cache both ways:
@@ -350,6 +365,14 @@ interface LimiterRequest extends DecideRequest {
   /** For the deny cache: when the request was sent, in its clock, and its generation then. */
   readonly sentAt: number;
   readonly generation: number;
+}
+
+/** Store keys and what they were made of (the prefix aside, which never changes). */
+interface KeysOfCall {
+  readonly clientKeys: readonly string[];
+  readonly policies: readonly ResolvedPolicy[];
+  /** Never changed once made: the store's requests and the deny cache's entries share it. */
+  readonly keys: string[];
 }
 
 interface PreparedCall {
