@@ -24,11 +24,10 @@
  *   HOT_PATH_ADAPTERS (express,fastify), HOT_PATH_VARIANTS (none,bare,redis,memory,metrics),
  *   HOT_PATH_SCENARIOS (distinct,hot) to tune; ratios need the `none` and `bare` variants
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { sendRawCommand, startRedisServer } from '../test/support/redis-server.js';
+import { startHotPathApp } from './hot-path-app-process.js';
 
 const SECONDS = Number(process.env.HOT_PATH_SECONDS ?? 4);
 const ROUNDS = Number(process.env.HOT_PATH_ROUNDS ?? 5);
@@ -49,28 +48,7 @@ function chosen<T extends string>(name: string, all: readonly T[]): readonly T[]
 const VARIANTS = chosen('HOT_PATH_VARIANTS', ALL_VARIANTS);
 const SCENARIOS = chosen('HOT_PATH_SCENARIOS', ALL_SCENARIOS);
 
-async function startApp(adapter: string, variant: Variant, redisUrl: string) {
-  const app = spawn(
-    process.execPath,
-    [fileURLToPath(new URL('./hot-path-app.js', import.meta.url))],
-    {
-      env: {
-        ...process.env,
-        HOT_PATH_ADAPTER: adapter,
-        HOT_PATH_VARIANT: variant,
-        REDIS_URL: redisUrl,
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  let output = '';
-  for await (const chunk of app.stdout) {
-    output += String(chunk);
-    const match = /listening (\d+)/.exec(output);
-    if (match) return { port: Number(match[1]), pid: app.pid!, stop: () => app.kill() };
-  }
-  throw new Error(`hot-path app (${adapter}, ${variant}) exited before listening`);
-}
+const APP = new URL('./hot-path-app.js', import.meta.url);
 
 let clients = 0;
 const run = `${process.pid}-${Date.now()}`;
@@ -198,11 +176,11 @@ try {
         // A fresh app per scenario: what a scenario measures does not depend on the one
         // run before it in the same process.
         for (const scenario of SCENARIOS) {
-          const app = await startApp(adapter, variant, redis.url);
+          const app = await startHotPathApp(APP, adapter, variant, redis.url);
           try {
             await measure(app, adapter, variant, scenario, round);
           } finally {
-            app.stop();
+            await app.stop();
           }
         }
       }

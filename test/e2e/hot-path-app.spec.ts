@@ -1,7 +1,5 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { startHotPathApp } from '../../bench/hot-path-app-process.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 
 /**
@@ -11,7 +9,7 @@ import { type RedisServer, startRedisServer } from '../support/redis-server.js';
  * shape. Both apps, as the bench runs them (built, in a process of their own), asked the
  * same requests.
  */
-const APP = fileURLToPath(new URL('../../dist/bench/hot-path-app.js', import.meta.url));
+const APP = new URL('../../dist/bench/hot-path-app.js', import.meta.url);
 
 let server: RedisServer;
 let admin: Redis;
@@ -23,36 +21,6 @@ afterAll(async () => {
   admin.disconnect();
   await server.stop();
 });
-
-/** Starts the bench's app in `variant` on `adapter`; resolves to its URL and a stop function. */
-async function startBenchApp(variant: string, adapter: string) {
-  const child = spawn(process.execPath, [APP], {
-    env: {
-      ...process.env,
-      HOT_PATH_VARIANT: variant,
-      HOT_PATH_ADAPTER: adapter,
-      REDIS_URL: server.url,
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const exited = once(child, 'exit');
-  let output = '';
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      const listening = /listening (\d+)/.exec(output);
-      if (listening) resolve(Number(listening[1]));
-    });
-    void exited.then(([code]) => reject(new Error(`${variant} app exited (${code}): ${output}`)));
-  });
-  return {
-    url: `http://127.0.0.1:${port}`,
-    stop: async () => {
-      child.kill();
-      await exited.catch(() => undefined);
-    },
-  };
-}
 
 /**
  * What a client sees of a response, with the seconds that depend on when it was asked (the
@@ -74,7 +42,7 @@ describe.each(['express', 'fastify'])('the hot-path bench on %s', (adapter) => {
   it('has the bare guard answer as the library does: headers, 429 and keys', async () => {
     const asked = async (variant: string) => {
       await admin.flushall();
-      const app = await startBenchApp(variant, adapter);
+      const app = await startHotPathApp(APP, adapter, variant, server.url);
       try {
         const responses = [
           await seen(`${app.url}/ping`, 'roomy'),
