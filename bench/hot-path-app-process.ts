@@ -21,7 +21,7 @@ export async function startHotPathApp(
   variant: string,
   redisUrl: string,
 ): Promise<HotPathAppProcess> {
-  const child = spawn(process.execPath, [fileURLToPath(script)], {
+  const child = spawn(process.execPath, ['--expose-gc', fileURLToPath(script)], {
     env: {
       ...process.env,
       HOT_PATH_ADAPTER: adapter,

@@ -134,5 +134,25 @@ const app =
     ? await NestFactory.create(HotPathModule, new FastifyAdapter(), { logger: false })
     : await NestFactory.create(HotPathModule, { logger: false });
 await app.listen(0, '127.0.0.1');
+await settleLikeALongRunningProcess();
 const address = app.getHttpServer().address() as { port: number };
 console.log(`listening ${address.port}`);
+
+/**
+ * One full GC while idle, as every long-running process has had (V8 runs them when a process
+ * goes quiet), so that variants are measured in the same V8 state rather than in whichever
+ * one their startup drew. On Node 20, a full GC that finds no `process.nextTick` pending
+ * frees the map of Node's tick objects; the one made next no longer matches what
+ * `nextTick`'s object literal had recorded, and from then on its optimized code defines the
+ * literal's two symbol keys through V8's runtime, on every tick, for the life of the
+ * process. Whether startup had such a GC followed how much it allocated (the OpenTelemetry
+ * SDK of the `metrics` variant tipped it), so without this step a variant's figure followed
+ * its startup rather than its requests.
+ */
+async function settleLikeALongRunningProcess(): Promise<void> {
+  const { gc } = globalThis as { gc?: () => void };
+  if (!gc) throw new Error('hot-path-app: start it with node --expose-gc');
+  // From a timer, once the tick queue has drained: no tick object is alive.
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  gc();
+}
