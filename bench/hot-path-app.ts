@@ -14,7 +14,8 @@
  * Every variant keys clients by the `x-client` header. Two routes: `/ping` with a budget
  * no benchmark exhausts (every request decided and admitted), and `/hot` with a limit of
  * one (after the first, every request of a client is denied).
- * Prints `listening <port>` when ready.
+ * Before listening it has one full GC while idle (see settleLikeALongRunningProcess), unless
+ * HOT_PATH_SETTLE=0. Prints `listening <port>` when ready.
  */
 import 'reflect-metadata';
 import {
@@ -134,7 +135,7 @@ const app =
     ? await NestFactory.create(HotPathModule, new FastifyAdapter(), { logger: false })
     : await NestFactory.create(HotPathModule, { logger: false });
 await app.listen(0, '127.0.0.1');
-await settleLikeALongRunningProcess();
+if (process.env.HOT_PATH_SETTLE !== '0') await settleLikeALongRunningProcess();
 const address = app.getHttpServer().address() as { port: number };
 console.log(`listening ${address.port}`);
 

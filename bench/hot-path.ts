@@ -24,10 +24,9 @@
  *   HOT_PATH_ADAPTERS (express,fastify), HOT_PATH_VARIANTS (none,bare,redis,memory,metrics),
  *   HOT_PATH_SCENARIOS (distinct,hot) to tune; ratios need the `none` and `bare` variants
  */
-import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { sendRawCommand, startRedisServer } from '../test/support/redis-server.js';
-import { startHotPathApp } from './hot-path-app-process.js';
+import { type HotPathAppProcess, startHotPathApp } from './hot-path-app-process.js';
 
 const SECONDS = Number(process.env.HOT_PATH_SECONDS ?? 4);
 const ROUNDS = Number(process.env.HOT_PATH_ROUNDS ?? 5);
@@ -101,14 +100,6 @@ async function load(port: number, scenario: Scenario, denied: boolean, seconds: 
   return { rate: result.requests.average, failedOpen: undecided, total: result.requests.total };
 }
 
-/**
- * CPU µs a process has used (Linux /proc, in 1/100 s ticks): unlike requests/s, the CPU each
- * request costs the app and Redis hardly moves with the machine's other load.
- */
-function appCpuUs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
 async function redisCpuUs(port: number): Promise<number> {
   const info = await sendRawCommand(port, ['INFO', 'cpu']);
   const seconds = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)![1]);
@@ -138,7 +129,7 @@ const series = (adapter: string, scenario: Scenario, variant: Variant, measure =
 };
 /** One scenario's measured run on a started app, after its warm-up. */
 async function measure(
-  app: { port: number; pid: number },
+  app: HotPathAppProcess,
   adapter: string,
   variant: Variant,
   scenario: Scenario,
@@ -146,11 +137,11 @@ async function measure(
 ) {
   const denied = scenario === 'hot' && variant !== 'none';
   await warmUp(app.port, scenario);
-  const [appBefore, redisBefore] = [appCpuUs(app.pid), await redisCpuUs(redis.port)];
+  const [appBefore, redisBefore] = [app.cpuUs(), await redisCpuUs(redis.port)];
   const generatorBefore = process.cpuUsage();
   const { rate, failedOpen: undecided, total } = await load(app.port, scenario, denied, SECONDS);
   const generator = process.cpuUsage(generatorBefore);
-  const [appAfter, redisAfter] = [appCpuUs(app.pid), await redisCpuUs(redis.port)];
+  const [appAfter, redisAfter] = [app.cpuUs(), await redisCpuUs(redis.port)];
   const appUs = (appAfter - appBefore) / total;
   series(adapter, scenario, variant).push(rate);
   series(adapter, scenario, variant, 'app').push(appUs);
