@@ -18,6 +18,7 @@ import { RedisStore } from '../../lib/stores/redis.store.js';
 import { freePort } from '../support/free-port.js';
 import { type RedisClusterHandle, startRedisCluster } from '../support/redis-cluster.js';
 import { LimiterFixture } from '../support/limiters.js';
+import { useRedisServer } from '../support/redis-fixture.js';
 import {
   type RedisServer,
   sendRawCommand,
@@ -97,35 +98,31 @@ async function expectWarnedFailureMode(
 }
 
 describe('Redis with a password (requirepass)', () => {
-  let server: RedisServer;
-  beforeAll(async () => {
-    server = await startRedisServer({ password: PASSWORD });
-  });
-  afterAll(() => server?.stop());
+  const redis = useRedisServer({ password: PASSWORD });
 
   it('decides with the password in the URL or in the options', async () => {
-    const admin = new Redis({ port: server.port, password: PASSWORD });
+    const admin = new Redis({ port: redis.server.port, password: PASSWORD });
     try {
       // Both apps' requests in one window of an hour on Redis's clock.
       await untilWindowHasRoom(admin, 3_600_000, 10_000);
-      await expectLimited(`redis://:${PASSWORD}@127.0.0.1:${server.port}`);
-      await expectLimited({ host: '127.0.0.1', port: server.port, password: PASSWORD });
+      await expectLimited(`redis://:${PASSWORD}@127.0.0.1:${redis.server.port}`);
+      await expectLimited({ host: '127.0.0.1', port: redis.server.port, password: PASSWORD });
     } finally {
       admin.disconnect();
     }
   });
 
   it('warns at start-up with the cause, then serves by the failure mode, for a wrong password', async () => {
-    await expectWarnedFailureMode(`redis://:wrong@127.0.0.1:${server.port}`, /WRONGPASS/);
+    await expectWarnedFailureMode(`redis://:wrong@127.0.0.1:${redis.server.port}`, /WRONGPASS/);
   }, 30_000);
 
   it('warns the same way when the password is missing', async () => {
-    await expectWarnedFailureMode(server.url, /NOAUTH|Authentication required/i);
+    await expectWarnedFailureMode(redis.server.url, /NOAUTH|Authentication required/i);
   }, 30_000);
 
   it('warns the same way for a client of the user with a wrong password, and leaves it to its owner', async () => {
     // ioredis' defaults: an offline queue and 20 retries per command, which must not hang a request.
-    const client = new Redis(`redis://:wrong@127.0.0.1:${server.port}`);
+    const client = new Redis(`redis://:wrong@127.0.0.1:${redis.server.port}`);
     const unhandled = jest.spyOn(console, 'error').mockImplementation(() => undefined);
     try {
       await expectWarnedFailureMode(client, /WRONGPASS/);
@@ -211,32 +208,27 @@ async function unneededCommands(
 }
 
 describe('an ACL user with only the permissions the README lists', () => {
-  let server: RedisServer;
-  let admin: Redis;
+  const redis = useRedisServer({ password: PASSWORD });
   const setUser = (ruleList: readonly string[]) =>
-    sendRawCommand(server.port, ['ACL', 'SETUSER', user, 'reset', ...ruleList], 1_000, PASSWORD);
+    sendRawCommand(
+      redis.server.port,
+      ['ACL', 'SETUSER', user, 'reset', ...ruleList],
+      1_000,
+      PASSWORD,
+    );
   const connect = (): AclLimiter => {
     const fixture = new LimiterFixture(
       'redis',
-      `redis://${user}:${password}@127.0.0.1:${server.port}`,
+      `redis://${user}:${password}@127.0.0.1:${redis.server.port}`,
     );
     fixture.client!.on('error', () => undefined);
     return {
       limiter: fixture.limiter,
-      clock: admin,
+      clock: redis.admin,
       ready: fixture.ready(),
       close: () => fixture.close(),
     };
   };
-
-  beforeAll(async () => {
-    server = await startRedisServer({ password: PASSWORD });
-    admin = new Redis({ port: server.port, password: PASSWORD });
-  });
-  afterAll(async () => {
-    admin?.disconnect();
-    await server?.stop();
-  });
 
   it('is in the README', () => {
     expect(user).not.toBe('');
@@ -256,7 +248,7 @@ describe('an ACL user with only the permissions the README lists', () => {
 
   it('cannot touch keys outside the prefix', async () => {
     await setUser(rules);
-    const client = new Redis(`redis://${user}:${password}@127.0.0.1:${server.port}`);
+    const client = new Redis(`redis://${user}:${password}@127.0.0.1:${redis.server.port}`);
     try {
       await expect(client.get('other:key')).rejects.toThrow(/NOPERM/);
       await expect(client.get('rl:{x}:y')).resolves.toBeNull();

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Controller, Get } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { RateLimit, RateLimiter, RateLimitModule, type RateLimitPolicy } from '../../lib/index.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
 import { type AdapterKind, byClientHeader, startApp, withApp } from '../support/test-app.js';
 
 const BLOCK_MS = 5_000;
@@ -17,11 +17,7 @@ class BlockingController {
   }
 }
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(() => server.stop());
+const redis = useRedisServer();
 
 const seconds = (value: string | null) => Number(value);
 /** The `t` of the RateLimit header (one policy). */
@@ -35,7 +31,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('blockDuration over HTTP with
         adapter,
         [
           RateLimitModule.forRoot({
-            redis: store === 'redis' ? server.url : undefined,
+            redis: store === 'redis' ? redis.server.url : undefined,
             prefix: `block-${adapter}`,
             keyBy: byClientHeader,
           }),
@@ -75,7 +71,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('blockDuration over HTTP with
     await withApp(
       startApp(
         adapter,
-        [RateLimitModule.forRoot({ redis: server.url, prefix: `block-svc-${adapter}` })],
+        [RateLimitModule.forRoot({ redis: redis.server.url, prefix: `block-svc-${adapter}` })],
         [],
       ),
       async (running) => {
@@ -96,7 +92,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('blockDuration over HTTP with
         expect(first.allowed).toBe(false);
         expect(first.results[0]).toMatchObject({ remaining: 0, retryAfterMs: BLOCK_MS });
         // The block is a key of its own beside the policy's, expiring when the block ends.
-        const admin = new Redis(server.url);
+        const admin = new Redis(redis.server.url);
         const blockKeys = await admin.keys(`block-svc-${adapter}:*:block`);
         expect(blockKeys).toHaveLength(1);
         const ttl = await admin.pttl(blockKeys[0]);

@@ -6,7 +6,8 @@ import {
   type RateLimitResponseOption,
 } from '../../lib/index.js';
 import { withRedisDown } from '../support/limiters.js';
-import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
+import { untilWindowHasRoom } from '../support/redis-server.js';
 import {
   type AdapterKind,
   byClientHeader,
@@ -23,11 +24,7 @@ class DeniedController {
   }
 }
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(() => server.stop());
+const redis = useRedisServer();
 
 describe.each<AdapterKind>(['express', 'fastify'])(
   'custom denials over HTTP with %s',
@@ -39,7 +36,7 @@ describe.each<AdapterKind>(['express', 'fastify'])(
         adapter,
         [
           RateLimitModule.forRoot({
-            redis: server.url,
+            redis: redis.server.url,
             prefix: `denial-${adapter}`,
             keyBy: byClientHeader,
             ...options,
@@ -53,7 +50,7 @@ describe.each<AdapterKind>(['express', 'fastify'])(
       const running = await boot(options, logger);
       try {
         // Both requests in one fixed window of 'once' on Redis's clock.
-        await untilWindowHasRoom(server, 60_000);
+        await untilWindowHasRoom(redis.server, 60_000);
         const who = nextClient();
         await running.get('/once', who);
         const response = await running.get('/once', who);

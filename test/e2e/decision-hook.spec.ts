@@ -8,7 +8,8 @@ import {
 } from '../../lib/index.js';
 import { withRedisDown } from '../support/limiters.js';
 import { ONCE_WINDOW_MS, OnceController } from '../support/once-controller.js';
-import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
+import { untilWindowHasRoom } from '../support/redis-server.js';
 import {
   type AdapterKind,
   byClientHeader,
@@ -33,13 +34,9 @@ class HookedController {
   }
 }
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(() => server.stop());
+const redis = useRedisServer();
 /** A client's second request to /once is denied only within the Redis clock's same window. */
-const untilOnceWindowHasRoom = () => untilWindowHasRoom(server, ONCE_WINDOW_MS);
+const untilOnceWindowHasRoom = () => untilWindowHasRoom(redis.server, ONCE_WINDOW_MS);
 
 describe.each<AdapterKind>(['express', 'fastify'])('onDecision over HTTP with %s', (adapter) => {
   const boot = (options: RateLimitModuleOptions, logger?: RecordingLogger) =>
@@ -47,7 +44,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('onDecision over HTTP with %s
       adapter,
       [
         RateLimitModule.forRoot({
-          redis: server.url,
+          redis: redis.server.url,
           prefix: `hook-${adapter}`,
           keyBy: byClientHeader,
           ...options,

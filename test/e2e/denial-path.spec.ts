@@ -17,7 +17,8 @@ import {
   RateLimitModule,
 } from '../../lib/index.js';
 import { VirtualClock } from '../support/limiters.js';
-import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
+import { untilWindowHasRoom } from '../support/redis-server.js';
 import { type AdapterKind, byClientHeader, startApp, withApp } from '../support/test-app.js';
 
 @Controller('one')
@@ -65,11 +66,7 @@ const gc = (() => {
   return vm.runInNewContext('gc') as () => void;
 })();
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(() => server.stop());
+const redis = useRedisServer();
 
 describe.each<AdapterKind>(['express', 'fastify'])('429s over HTTP with %s', (adapter) => {
   let client = 0;
@@ -96,7 +93,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('429s over HTTP with %s', (ad
           adapter,
           [
             RateLimitModule.forRoot({
-              redis: server.url,
+              redis: redis.server.url,
               prefix: `direct-${adapter}`,
               keyBy: byClientHeader,
               clock: clock.read,
@@ -139,7 +136,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('429s over HTTP with %s', (ad
         adapter,
         [
           RateLimitModule.forRoot({
-            redis: server.url,
+            redis: redis.server.url,
             prefix: `countdown-${adapter}`,
             keyBy: byClientHeader,
             clock: clock.read,
@@ -198,7 +195,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('429s over HTTP with %s', (ad
         adapter,
         [
           RateLimitModule.forRoot({
-            redis: server.url,
+            redis: redis.server.url,
             prefix: `filtered-${adapter}`,
             keyBy: byClientHeader,
           }),
@@ -208,7 +205,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('429s over HTTP with %s', (ad
       ),
       async (running) => {
         // The five requests in one fixed window on Redis's clock.
-        await untilWindowHasRoom(server, 60_000);
+        await untilWindowHasRoom(redis.server, 60_000);
         const who = nextClient();
         expect((await running.get(path, who)).status).toBe(200);
         for (let i = 0; i < 4; i++) {
@@ -228,7 +225,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('429s over HTTP with %s', (ad
         adapter,
         [
           RateLimitModule.forRoot({
-            redis: server.url,
+            redis: redis.server.url,
             prefix: `collected-${adapter}`,
             // Time stands still: on the wall clock, a minute could turn between two requests.
             clock: new VirtualClock(1_700_000_040_000).read,

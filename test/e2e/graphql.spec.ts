@@ -10,7 +10,8 @@ import {
   SkipRateLimit,
 } from '../../lib/index.js';
 import { KeyRecordingStore, withRedisDown } from '../support/limiters.js';
-import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
+import { untilWindowHasRoom } from '../support/redis-server.js';
 import { type AdapterKind, type RunningApp, startApp } from '../support/test-app.js';
 
 @Resolver()
@@ -94,11 +95,7 @@ const drivers: [string, AdapterKind, () => DynamicModule][] = [
   ],
 ];
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(() => server.stop());
+const redis = useRedisServer();
 
 let apps = 0;
 describe.each(drivers)('GraphQL with %s', (_name, adapter, graphQLModule) => {
@@ -107,7 +104,7 @@ describe.each(drivers)('GraphQL with %s', (_name, adapter, graphQLModule) => {
       adapter,
       [
         RateLimitModule.forRoot({
-          redis: server.url,
+          redis: redis.server.url,
           prefix: `gql-${++apps}-${Date.now()}`,
           policies: [{ limit: 3, window: '1m' }],
           ...options,
@@ -127,7 +124,7 @@ describe.each(drivers)('GraphQL with %s', (_name, adapter, graphQLModule) => {
 
     it('limits a query to its limit, then answers a RATE_LIMITED error with retryAfter and the HTTP headers', async () => {
       // The three queries in one fixed window of 'book' on Redis's clock.
-      await untilWindowHasRoom(server, 60_000);
+      await untilWindowHasRoom(redis.server, 60_000);
       const admitted = [await graphql(running, '{ book }'), await graphql(running, '{ book }')];
       expect(admitted.map((reply) => reply.data)).toEqual([{ book: 'Dune' }, { book: 'Dune' }]);
       expect(admitted[1].headers.get('ratelimit-policy')).toBe('"default";q=2;w=60');
@@ -154,7 +151,7 @@ describe.each(drivers)('GraphQL with %s', (_name, adapter, graphQLModule) => {
 
     it('limits a mutation under its own policy', async () => {
       // Both mutations in one fixed window of 'writes' (an hour) on Redis's clock.
-      await untilWindowHasRoom(server, 3_600_000);
+      await untilWindowHasRoom(redis.server, 3_600_000);
       expect((await graphql(running, 'mutation { addBook }')).data).toEqual({ addBook: 'added' });
       const denied = await graphql(running, 'mutation { addBook }');
       expect(denied.data).toEqual({ addBook: null });

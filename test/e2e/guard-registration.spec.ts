@@ -14,7 +14,7 @@ import {
   type RateLimitModuleOptions,
   type RoutePlan,
 } from '../../lib/index.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
 import {
   type AdapterKind,
   byClientHeader,
@@ -88,16 +88,12 @@ class TenantController {
 })
 class TenantAppModule {}
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(() => server.stop());
+const redis = useRedisServer();
 
 describe.each<AdapterKind>(['express', 'fastify'])('guard registration on %s', (adapter) => {
   const module = (options: RateLimitModuleOptions = {}) =>
     RateLimitModule.forRoot({
-      redis: server.url,
+      redis: redis.server.url,
       prefix: `registration-${adapter}`,
       keyBy: byClientHeader,
       guard: false,

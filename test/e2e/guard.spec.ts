@@ -12,7 +12,8 @@ import {
   SkipRateLimit,
 } from '../../lib/index.js';
 import { VirtualClock } from '../support/limiters.js';
-import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
+import { untilWindowHasRoom } from '../support/redis-server.js';
 import {
   type AdapterKind,
   byClientHeader,
@@ -162,16 +163,12 @@ class MostlyOpenController {
 
 const statuses = async (responses: Promise<Response>[]) =>
   (await Promise.all(responses)).map((r) => r.status);
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(() => server.stop());
+const redis = useRedisServer();
 /**
  * Before a test counts on one fixed window of a minute across requests: on the Redis clock
  * the apps decide on, the minute must not turn mid-test and start the count over.
  */
-const untilMinuteHasRoom = () => untilWindowHasRoom(server, 60_000);
+const untilMinuteHasRoom = () => untilWindowHasRoom(redis.server, 60_000);
 
 describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter) => {
   const boot = (options: RateLimitModuleOptions = {}) =>
@@ -179,7 +176,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
       adapter,
       [
         RateLimitModule.forRoot({
-          redis: server.url,
+          redis: redis.server.url,
           prefix: `e2e-${adapter}`,
           keyBy: byClientHeader,
           policies: [{ name: 'module', algorithm: 'fixed-window', limit: 4, window: '1m' }],
@@ -400,7 +397,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
     await withApp(
       startApp(
         adapter,
-        [RateLimitModule.forRoot({ redis: server.url, keyBy: byClientHeader })],
+        [RateLimitModule.forRoot({ redis: redis.server.url, keyBy: byClientHeader })],
         [LimitedController],
         {
           customize: (builder) =>
@@ -423,7 +420,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
         [
           RateLimitModule.forRootAsync({
             useFactory: async () => ({
-              redis: server.url,
+              redis: redis.server.url,
               keyBy: byClientHeader,
               headers: 'legacy' as const,
             }),
@@ -533,7 +530,11 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
       }
     }
     await withApp(
-      startApp(adapter, [RateLimitModule.forRoot({ redis: server.url })], [OwnCodeController]),
+      startApp(
+        adapter,
+        [RateLimitModule.forRoot({ redis: redis.server.url })],
+        [OwnCodeController],
+      ),
       async (running) => {
         const response = await running.get('/own-code');
         expect(response.status).toBe(429);
@@ -551,7 +552,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('over HTTP with %s', (adapter
   it('forRootAsync takes options from a class (useClass)', async () => {
     class OptionsFactory implements RateLimitOptionsFactory {
       createRateLimitOptions(): RateLimitModuleOptions {
-        return { redis: server.url, prefix: `async-class-${adapter}`, keyBy: byClientHeader };
+        return { redis: redis.server.url, prefix: `async-class-${adapter}`, keyBy: byClientHeader };
       }
     }
     await withApp(

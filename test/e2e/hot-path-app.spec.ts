@@ -1,6 +1,5 @@
-import { Redis } from 'ioredis';
 import { startHotPathApp } from '../../bench/hot-path-app-process.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
 
 /**
  * The hot-path bench's bare guard (bench/hot-path-app.ts) is the floor of a Redis-backed
@@ -11,16 +10,7 @@ import { type RedisServer, startRedisServer } from '../support/redis-server.js';
  */
 const APP = new URL('../../dist/bench/hot-path-app.js', import.meta.url);
 
-let server: RedisServer;
-let admin: Redis;
-beforeAll(async () => {
-  server = await startRedisServer();
-  admin = new Redis(server.url);
-});
-afterAll(async () => {
-  admin.disconnect();
-  await server.stop();
-});
+const redis = useRedisServer();
 
 /**
  * What a client sees of a response, with the seconds that depend on when it was asked (the
@@ -41,15 +31,15 @@ async function seen(url: string, client: string) {
 describe.each(['express', 'fastify'])('the hot-path bench on %s', (adapter) => {
   it('has the bare guard answer as the library does: headers, 429 and keys', async () => {
     const asked = async (variant: string) => {
-      await admin.flushall();
-      const app = await startHotPathApp(APP, adapter, variant, server.url);
+      await redis.admin.flushall();
+      const app = await startHotPathApp(APP, adapter, variant, redis.server.url);
       try {
         const responses = [
           await seen(`${app.url}/ping`, 'roomy'),
           await seen(`${app.url}/hot`, 'hot'),
           await seen(`${app.url}/hot`, 'hot'),
         ];
-        return { responses, keys: (await admin.keys('*')).sort() };
+        return { responses, keys: (await redis.admin.keys('*')).sort() };
       } finally {
         await app.stop();
       }

@@ -10,7 +10,8 @@ import {
 import { METRIC_NAMES } from '../../lib/metrics.js';
 import { collectingMeter } from '../support/metric-reader.js';
 import { OnceController } from '../support/once-controller.js';
-import { type RedisServer, sendRawCommand, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
+import { sendRawCommand, startRedisServer } from '../support/redis-server.js';
 import {
   type AdapterKind,
   byClientHeader,
@@ -38,11 +39,7 @@ class MeteredController {
   }
 }
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(() => server.stop());
+const redis = useRedisServer();
 
 /** One /once answered by the store (its 'once' then near its limit), three failing open. */
 const ANSWERED_THEN_THREE_FAILED_OPEN = {
@@ -63,7 +60,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('metrics over HTTP with %s', 
       adapter,
       [
         RateLimitModule.forRoot({
-          redis: server.url,
+          redis: redis.server.url,
           prefix: `metrics-${adapter}`,
           keyBy: byClientHeader,
           ...options,
@@ -276,7 +273,7 @@ describe('metrics through the global MeterProvider', () => {
           'express',
           [
             RateLimitModule.forRoot({
-              redis: server.url,
+              redis: redis.server.url,
               prefix: 'metrics-global',
               keyBy: byClientHeader,
               metrics: true,

@@ -17,7 +17,8 @@ import {
 } from '../../lib/index.js';
 import { freePort } from '../support/free-port.js';
 import { KeyRecordingStore, withRedisDown } from '../support/limiters.js';
-import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
+import { untilWindowHasRoom } from '../support/redis-server.js';
 
 @Controller()
 class PingController {
@@ -76,22 +77,22 @@ async function startService(options: RateLimitModuleOptions): Promise<RunningSer
   };
 }
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(() => server.stop());
+const redis = useRedisServer();
 
 let services = 0;
 describe('microservice message handlers over TCP', () => {
   const boot = (options: RateLimitModuleOptions = {}) =>
-    startService({ redis: server.url, prefix: `rpc-${++services}-${Date.now()}`, ...options });
+    startService({
+      redis: redis.server.url,
+      prefix: `rpc-${++services}-${Date.now()}`,
+      ...options,
+    });
 
   it('limits a message handler to its limit, then answers an RpcException with code and retryAfter', async () => {
     const service = await boot();
     try {
       // The three messages in one fixed window of 'ping' on Redis's clock.
-      await untilWindowHasRoom(server, 60_000);
+      await untilWindowHasRoom(redis.server, 60_000);
       expect(await service.send('ping', 'a')).toEqual({ reply: 'pong a' });
       expect(await service.send('ping', 'b')).toEqual({ reply: 'pong b' });
       const denied = await service.send('ping', 'c');

@@ -22,7 +22,7 @@ import {
   type RateLimitOptionsFactory,
   type RateLimitPolicy,
 } from '../../lib/index.js';
-import { startRedisServer, type RedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
 import { startApp, withApp, type AdapterKind, type RunningApp } from '../support/test-app.js';
 
 /**
@@ -594,16 +594,12 @@ describe('migrating from @nestjs/throttler: the guide, checked', () => {
   });
 
   describe('storage: Redis instead of a per-process store', () => {
-    let redis: RedisServer;
-    beforeAll(async () => {
-      redis = await startRedisServer();
-    });
-    afterAll(() => redis?.stop());
+    const redis = useRedisServer();
 
     it('two instances of the app on one Redis share one budget per client', async () => {
       const module = () =>
         RateLimitModule.forRoot({
-          redis: redis.url,
+          redis: redis.server.url,
           policies: [{ limit: 10, window: '1m', scope: 'route' }],
         });
       const [a, b] = await Promise.all([

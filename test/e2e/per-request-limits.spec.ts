@@ -10,7 +10,8 @@ import {
 } from '../../lib/index.js';
 import type { StoreKind } from '../support/limiters.js';
 import { collectingMeter } from '../support/metric-reader.js';
-import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
+import { untilWindowHasRoom } from '../support/redis-server.js';
 import {
   type AdapterKind,
   byClientHeader,
@@ -103,11 +104,7 @@ class PlansController {
   }
 }
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(() => server.stop());
+const redis = useRedisServer();
 
 const combinations: [AdapterKind, StoreKind][] = [
   ['express', 'redis'],
@@ -121,7 +118,7 @@ describe.each(combinations)(
   (adapter, store) => {
     // The routes' fixed windows of an hour count across each test's requests, on Redis's
     // clock or the embedded store's (this machine's, the same).
-    beforeEach(() => untilWindowHasRoom(server, 3_600_000));
+    beforeEach(() => untilWindowHasRoom(redis.server, 3_600_000));
     let client = 0;
     /** A new client on `plan`. */
     const clientOn = (plan: string) => {
@@ -139,7 +136,7 @@ describe.each(combinations)(
         adapter,
         [
           RateLimitModule.forRoot({
-            ...(store === 'redis' && { redis: server.url }),
+            ...(store === 'redis' && { redis: redis.server.url }),
             prefix: `plans-${adapter}`,
             keyBy: byClientHeader,
             headers: 'both',

@@ -6,7 +6,8 @@ import {
   type RateLimitOutcome,
   type RateLimitPolicy,
 } from '../../lib/index.js';
-import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
+import { untilWindowHasRoom } from '../support/redis-server.js';
 import {
   type AdapterKind,
   byClientHeader,
@@ -35,11 +36,7 @@ class TrialController {
   }
 }
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(() => server.stop());
+const redis = useRedisServer();
 
 describe.each<AdapterKind>(['express', 'fastify'])(
   'shadow policies over HTTP with %s',
@@ -54,7 +51,7 @@ describe.each<AdapterKind>(['express', 'fastify'])(
         adapter,
         [
           RateLimitModule.forRoot({
-            redis: server.url,
+            redis: redis.server.url,
             prefix: `shadow-${adapter}`,
             keyBy: byClientHeader,
             onDecision: (event) => outcomes.push([event.outcome, ...event.outcomes]),
@@ -65,7 +62,7 @@ describe.each<AdapterKind>(['express', 'fastify'])(
       );
       await withApp(running, async (app) => {
         // The four requests in one fixed window of 'enforced' and 'tight' on Redis's clock.
-        await untilWindowHasRoom(server, 60_000);
+        await untilWindowHasRoom(redis.server, 60_000);
         const who = nextClient();
         const responses = [];
         for (let i = 0; i < 4; i++) responses.push(await app.get('/trial', who));
@@ -111,7 +108,7 @@ describe.each<AdapterKind>(['express', 'fastify'])(
       await withApp(
         startApp(
           adapter,
-          [RateLimitModule.forRoot({ redis: server.url, prefix: `svc-${adapter}` })],
+          [RateLimitModule.forRoot({ redis: redis.server.url, prefix: `svc-${adapter}` })],
           [],
         ),
         async (running) => {
@@ -121,7 +118,7 @@ describe.each<AdapterKind>(['express', 'fastify'])(
             { name: 'trial', algorithm: 'fixed-window', limit: 1, window: '1m', shadow: true },
           ];
           // The three decisions in one fixed window of 'trial' on Redis's clock.
-          await untilWindowHasRoom(server, 60_000);
+          await untilWindowHasRoom(redis.server, 60_000);
           const key = nextClient();
           const decisions = [];
           for (let i = 0; i < 3; i++) decisions.push(await limiter.consume(key, policies));

@@ -13,7 +13,8 @@ import {
   type RateLimitModuleOptions,
 } from '../../lib/index.js';
 import { KeyRecordingStore, withRedisDown } from '../support/limiters.js';
-import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
+import { untilWindowHasRoom } from '../support/redis-server.js';
 import { type RunningApp, startApp } from '../support/test-app.js';
 
 @WebSocketGateway()
@@ -101,11 +102,7 @@ const transports: [string, (app: INestApplication) => void, (url: string) => Pro
   ['ws', (app) => app.useWebSocketAdapter(new WsAdapter(app)), wsClient],
 ];
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(() => server.stop());
+const redis = useRedisServer();
 
 let apps = 0;
 describe.each(transports)('WebSocket gateway on %s', (_name, adapter, connect) => {
@@ -114,7 +111,7 @@ describe.each(transports)('WebSocket gateway on %s', (_name, adapter, connect) =
       'express',
       [
         RateLimitModule.forRoot({
-          redis: server.url,
+          redis: redis.server.url,
           prefix: `ws-${++apps}-${Date.now()}`,
           ...options,
         }),
@@ -136,7 +133,7 @@ describe.each(transports)('WebSocket gateway on %s', (_name, adapter, connect) =
     const running = await boot();
     try {
       // Both sessions in one fixed window of 'ping' on Redis's clock.
-      await untilWindowHasRoom(server, 60_000);
+      await untilWindowHasRoom(redis.server, 60_000);
       await session(running, async (client) => {
         expect(await client.call('ping', 'a')).toEqual({ event: 'pong', data: 'a' });
         expect(await client.call('ping', 'b')).toEqual({ event: 'pong', data: 'b' });

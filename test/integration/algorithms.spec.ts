@@ -1,6 +1,6 @@
 import type { RateLimitPolicy } from '../../lib/rate-limit-policy.interface.js';
 import { LimiterFixture, type StoreKind, VirtualClock } from '../support/limiters.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
 
 /**
  * Each algorithm's exact contract, on a virtual clock, against a real redis-server and
@@ -9,13 +9,7 @@ import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 describe.each<StoreKind>(['redis', 'memory'])('%s store', (kind) => {
   // Started in the Redis half only: Jest runs no hook of a block whose tests are all filtered
   // out, and the mutation runs take the memory half alone (jest.mutation.config.js).
-  let server: RedisServer | undefined;
-  if (kind === 'redis') {
-    beforeAll(async () => {
-      server = await startRedisServer();
-    });
-    afterAll(() => server?.stop());
-  }
+  const redis = kind === 'redis' ? useRedisServer() : undefined;
   const clock = new VirtualClock();
   let fixture: LimiterFixture;
   let keySeq = 0;
@@ -25,7 +19,7 @@ describe.each<StoreKind>(['redis', 'memory'])('%s store', (kind) => {
   // A fixture per test (not once in beforeAll), so mutation testing can tell which tests
   // cover which code.
   beforeEach(async () => {
-    fixture = await new LimiterFixture(kind, server?.url, { clock: clock.read }).ready();
+    fixture = await new LimiterFixture(kind, redis?.server.url, { clock: clock.read }).ready();
   });
   afterEach(() => fixture.close());
   beforeEach(() => {

@@ -1,6 +1,6 @@
 import { ALGORITHMS, type Algorithm, type RateLimitPolicy } from '../../lib/index.js';
 import { LimiterFixture, type StoreKind, VirtualClock } from '../support/limiters.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
 
 const BLOCK_MS = 3_000;
 const policyFor = (algorithm: Algorithm): RateLimitPolicy => ({
@@ -11,18 +11,14 @@ const policyFor = (algorithm: Algorithm): RateLimitPolicy => ({
   blockDuration: BLOCK_MS,
 });
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(() => server.stop());
+const redis = useRedisServer();
 
 /** The README's table of what a block does per algorithm, on both stores, on a virtual clock. */
 describe.each<StoreKind>(['redis', 'memory'])('blockDuration on the %s store', (kind) => {
   let fixture: LimiterFixture;
   const clock = new VirtualClock();
   beforeAll(async () => {
-    fixture = await new LimiterFixture(kind, server.url, {
+    fixture = await new LimiterFixture(kind, redis.server.url, {
       clock: clock.read,
       prefix: `blk-${kind}`,
     }).ready();

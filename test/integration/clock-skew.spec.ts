@@ -1,6 +1,6 @@
 import type { PodConfig } from '../../bench/pods/pod-config.js';
 import { type PodFleet, startPodFleet } from '../../bench/pods/pod-fleet.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
 
 const LIMIT = 50;
 const REQUESTS = 12 * LIMIT;
@@ -17,19 +17,27 @@ const ROUTES: PodConfig['routes'] = {
   [ROUTE]: { algorithm: 'sliding-window-log', limit: LIMIT, windowMs: 60_000 },
 };
 
+// Out here, not in the describe: its afterAll stops the pods before this stops Redis.
+const redis = useRedisServer();
+
 /**
  * Pods whose clocks are off by up to ±30 s, on one Redis, the same route and client on all.
  * With `clock: 'redis'` the script reads Redis TIME, so they share one exact limit; with
  * `clock: 'local'` the same route is decided on each pod's own clock, and they must not.
  */
 describe('pods with skewed clocks, one route: a 1-minute sliding window log', () => {
-  let redis: RedisServer;
   let fleet: PodFleet | undefined;
   const admittedWith = async (clock: 'redis' | 'local'): Promise<number> => {
     await fleet?.stop();
     fleet = await startPodFleet({
       pods: CLOCK_SKEWS_MS.length,
-      config: { variant: 'library', clock, prefix: clock, routes: ROUTES, redisUrl: redis.url },
+      config: {
+        variant: 'library',
+        clock,
+        prefix: clock,
+        routes: ROUTES,
+        redisUrl: redis.server.url,
+      },
       clockSkewsMs: CLOCK_SKEWS_MS,
     });
     // One request per pod in turn first, so every pod has decided (and stamped an entry)
@@ -52,13 +60,7 @@ describe('pods with skewed clocks, one route: a 1-minute sliding window log', ()
     expect(count(200) + count(429)).toBe(REQUESTS);
     return count(200);
   };
-  beforeAll(async () => {
-    redis = await startRedisServer();
-  });
-  afterAll(async () => {
-    await fleet?.stop();
-    await redis?.stop();
-  });
+  afterAll(() => fleet?.stop());
 
   it("clock: 'redis' admits exactly the limit", async () => {
     expect(await admittedWith('redis')).toBe(LIMIT);

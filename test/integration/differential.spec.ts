@@ -6,7 +6,7 @@ import {
 } from '../../lib/index.js';
 import { LimiterFixture, VirtualClock } from '../support/limiters.js';
 import { seededRandom } from '../support/seeded-random.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
 
 /**
  * The Lua scripts are the one source of truth; the embedded store is held to them here.
@@ -73,24 +73,24 @@ interface TraceCounts {
 
 type Answer = RateLimitDecision | { rejected: number; message: string };
 
+// Out here, not in the describe: its afterAll closes its client before this stops Redis.
+const redisServer = useRedisServer();
+
 describe('embedded store matches the Lua scripts', () => {
-  let server: RedisServer;
   const clock = new VirtualClock();
   let redis: LimiterFixture;
   let memory: LimiterFixture;
   const report: string[] = [];
 
   beforeAll(async () => {
-    server = await startRedisServer();
     // Semantics, not deadlines: a busy machine must not turn a decision into a 503; and the
     // stores themselves are compared, with no deny cache answering in front of them.
     const options = { clock: clock.read, timeout: 5_000, denyCache: false };
-    redis = await new LimiterFixture('redis', server.url, options).ready();
+    redis = await new LimiterFixture('redis', redisServer.server.url, options).ready();
     memory = new LimiterFixture('memory', undefined, options);
   });
   afterAll(async () => {
     await Promise.all([redis.close(), memory.close()]);
-    await server.stop();
     console.info(
       [
         'seed | times | decisions | admitted | denied | at a window edge | at an announced retry time | peeks | resets | impossible costs | denials with a block duration',

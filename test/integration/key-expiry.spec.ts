@@ -1,6 +1,7 @@
 import { ALGORITHMS } from '../../lib/index.js';
 import { LimiterFixture } from '../support/limiters.js';
-import { type RedisServer, startRedisServer, windowWithRoom } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
+import { windowWithRoom } from '../support/redis-server.js';
 
 const CLIENTS = 1_000;
 /** The timeout each test below is given (120_000 there): none runs longer. */
@@ -20,19 +21,17 @@ function clientKey(i: number): string {
   }
 }
 
+// Out here, not in the describe: its afterAll closes its client before this stops Redis.
+const redis = useRedisServer();
+
 /** A flood of distinct clients leaves one key per client and policy, each short and expiring. */
 describe('a flood of distinct clients', () => {
-  let server: RedisServer;
   let fixture: LimiterFixture;
   beforeAll(async () => {
-    server = await startRedisServer();
     // Thousands of decisions at once on a busy machine: the deadline is not under test here.
-    fixture = await new LimiterFixture('redis', server.url, { timeout: 30_000 }).ready();
+    fixture = await new LimiterFixture('redis', redis.server.url, { timeout: 30_000 }).ready();
   });
-  afterAll(async () => {
-    await fixture?.close();
-    await server?.stop();
-  });
+  afterAll(() => fixture?.close());
 
   it('gives every key it writes an expiry within its window, and writes nothing for a peek', async () => {
     const client = fixture.client!;

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Algorithm, RateLimitPolicy } from '../../lib/rate-limit-policy.interface.js';
 import type { RateLimiter } from '../../lib/rate-limiter.service.js';
 import { LimiterFixture, type StoreKind, VirtualClock } from '../support/limiters.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
 
 /**
  * What becomes of a client's state when its limit changes (limits per request, e.g. an
@@ -12,11 +12,7 @@ import { type RedisServer, startRedisServer } from '../support/redis-server.js';
  * aligned start.
  */
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(() => server.stop());
+const redis = useRedisServer();
 
 /** One request: at `at` ms, under limit (and burst), and what the policy answers. */
 type Step = [
@@ -95,7 +91,7 @@ describe.each<StoreKind>(['redis', 'memory'])(
   (kind) => {
     let fixture: LimiterFixture;
     beforeAll(async () => {
-      fixture = await new LimiterFixture(kind, server.url).ready();
+      fixture = await new LimiterFixture(kind, redis.server.url).ready();
     });
     afterAll(() => fixture.close());
 

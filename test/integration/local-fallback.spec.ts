@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { WEEK_MS } from '../../bench/pods/pod-config.js';
 import { type PodFleet, startPodFleet } from '../../bench/pods/pod-fleet.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
 
 const POD_COUNT = 3;
 /**
@@ -15,20 +15,21 @@ const SHARE = LIMIT / POD_COUNT;
 const REQUESTS = 900;
 const CONCURRENCY = 60;
 
+// Out here, not in the describe: its afterAll stops the pods before this stops Redis.
+const redis = useRedisServer();
+
 /**
  * failureMode 'local' across pods: Redis is killed while one client's requests flow; the
  * pods then decide in-process, each at its share of the limit, and nobody gets a 5xx.
  */
 describe(`${POD_COUNT} pods on failureMode 'local' when Redis is killed under load`, () => {
-  let redis: RedisServer;
   let fleet: PodFleet;
   beforeAll(async () => {
-    redis = await startRedisServer();
     fleet = await startPodFleet({
       pods: POD_COUNT,
       config: {
         variant: 'library',
-        redisUrl: redis.url,
+        redisUrl: redis.server.url,
         prefix: 'local',
         failureMode: 'local',
         instances: POD_COUNT,
@@ -37,10 +38,7 @@ describe(`${POD_COUNT} pods on failureMode 'local' when Redis is killed under lo
       },
     });
   }, 120_000);
-  afterAll(async () => {
-    await fleet?.stop();
-    await redis?.stop();
-  });
+  afterAll(() => fleet?.stop());
 
   it('each pod admits at most its share, with no 5xx', async () => {
     const firing = fleet.fire({
@@ -50,10 +48,10 @@ describe(`${POD_COUNT} pods on failureMode 'local' when Redis is killed under lo
       concurrency: CONCURRENCY,
     });
     // Killed once Redis has decided some of them: its budget key exists.
-    const admin = new Redis(redis.url);
+    const admin = new Redis(redis.server.url);
     while ((await admin.dbsize()) === 0) await new Promise((resolve) => setTimeout(resolve, 10));
     admin.disconnect();
-    await redis.kill();
+    await redis.server.kill();
     const report = await firing;
 
     expect(Object.keys(report.statuses).sort()).toEqual(['200', '429']);

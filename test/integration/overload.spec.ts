@@ -1,11 +1,14 @@
 import { WEEK_MS } from '../../bench/pods/pod-config.js';
 import { type PodFleet, startPodFleet } from '../../bench/pods/pod-fleet.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
 
 const POD_COUNT = 4;
 const LIMIT = 100;
 const REQUESTS = 1_500;
 const CONCURRENCY = 300;
+
+// Out here, not in the describe: its afterAll stops the pods before this stops Redis.
+const redis = useRedisServer();
 
 /**
  * Overload must not open the gate: pods on the module's default failure options (fail
@@ -14,15 +17,13 @@ const CONCURRENCY = 300;
  * for its answer instead of admitting.
  */
 describe(`${POD_COUNT} pods with blocked event loops on a healthy Redis`, () => {
-  let redis: RedisServer;
   let fleet: PodFleet;
   beforeAll(async () => {
-    redis = await startRedisServer();
     fleet = await startPodFleet({
       pods: POD_COUNT,
       config: {
         variant: 'library',
-        redisUrl: redis.url,
+        redisUrl: redis.server.url,
         prefix: 'overload',
         failureMode: 'open',
         decisionTimeoutMs: 100,
@@ -33,10 +34,7 @@ describe(`${POD_COUNT} pods with blocked event loops on a healthy Redis`, () => 
       },
     });
   }, 120_000);
-  afterAll(async () => {
-    await fleet?.stop();
-    await redis?.stop();
-  });
+  afterAll(() => fleet?.stop());
 
   it('admit exactly the limit on the default options', async () => {
     const report = await fleet.fire({

@@ -6,31 +6,18 @@ import { resolveOptions } from '../../lib/resolved-options.js';
 import { resolvePolicies } from '../../lib/resolved-policy.js';
 import { RedisStore } from '../../lib/stores/redis.store.js';
 import { LimiterFixture, VirtualClock } from '../support/limiters.js';
-import {
-  type RedisServer,
-  redisNowMs,
-  startRedisServer,
-  untilWindowHasRoom,
-} from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
+import { redisNowMs, untilWindowHasRoom } from '../support/redis-server.js';
 
 /** What only the Redis store can get wrong: keys, expiries, script loading and Redis time. */
 describe('Redis store', () => {
-  let server: RedisServer;
-  let admin: Redis;
-  beforeAll(async () => {
-    server = await startRedisServer();
-    admin = new Redis(server.url);
-  });
-  afterAll(async () => {
-    admin.disconnect();
-    await server.stop();
-  });
-  beforeEach(() => admin.flushall());
+  const redis = useRedisServer();
+  beforeEach(() => redis.admin.flushall());
 
   describe('on the Redis clock', () => {
     let fixture: LimiterFixture;
     beforeAll(async () => {
-      fixture = await new LimiterFixture('redis', server.url, { prefix: 'app1' }).ready();
+      fixture = await new LimiterFixture('redis', redis.server.url, { prefix: 'app1' }).ready();
     });
     afterAll(() => fixture.close());
 
@@ -53,12 +40,12 @@ describe('Redis store', () => {
       '%s: the one key it writes expires exactly when its state stops mattering',
       async (algorithm) => {
         const policy: RateLimitPolicy = { algorithm, limit: 5, window: '10s', burst: 5 };
-        const before = await redisNowMs(admin);
+        const before = await redisNowMs(redis.admin);
         await fixture.limiter.consume('user-1', policy, 2);
-        const keys = await admin.keys('*');
+        const keys = await redis.admin.keys('*');
         expect(keys).toEqual([expect.stringMatching(/^app1:\{user-1\}:default:/)]);
-        const ttl = await admin.pttl(keys[0]);
-        const after = await redisNowMs(admin);
+        const ttl = await redis.admin.pttl(keys[0]);
+        const after = await redisNowMs(redis.admin);
         // The decision and the PTTL both happened within [before, after] on the Redis
         // clock, so the TTL is pinned to within that span (a few ms) plus 1 ms of rounding.
         expect(ttl).toBeGreaterThanOrEqual(expiresAt[algorithm](before) - after - 1);
@@ -73,7 +60,7 @@ describe('Redis store', () => {
       ];
       const hostile = ['}{evil}', 'line\nbreak', 'x'.repeat(10_000), 'ünïcødé ☃', '#fake-hash', ''];
       for (const clientKey of hostile) await fixture.limiter.consume(clientKey, policies);
-      const keys = await admin.keys('*');
+      const keys = await redis.admin.keys('*');
       expect(keys).toHaveLength(hostile.length * policies.length);
       const tags = new Set<string>();
       for (const key of keys) {
@@ -94,7 +81,7 @@ describe('Redis store', () => {
       // would be the stub.
       beforeAll(async () => {
         Date.now = () => realNow() + SKEW_MS;
-        skewed = await new LimiterFixture('redis', server.url, { prefix: 'app1' }).ready();
+        skewed = await new LimiterFixture('redis', redis.server.url, { prefix: 'app1' }).ready();
       });
       afterAll(async () => {
         Date.now = realNow;
@@ -104,17 +91,17 @@ describe('Redis store', () => {
       it('decides and expires on Redis TIME: a fixed window counts in the server clock', async () => {
         const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 3, window: '1h' };
         // The four decisions and the reads after them in one hour of Redis's clock.
-        await untilWindowHasRoom(admin, 3_600_000);
-        const before = await redisNowMs(admin);
+        await untilWindowHasRoom(redis.admin, 3_600_000);
+        const before = await redisNowMs(redis.admin);
         const results = [];
         for (let i = 0; i < 4; i++)
           results.push((await skewed.limiter.consume('clock', policy)).allowed);
         expect(results).toEqual([true, true, true, false]);
-        const [key] = await admin.keys('*');
-        const ttl = await admin.pttl(key);
-        const after = await redisNowMs(admin);
+        const [key] = await redis.admin.keys('*');
+        const ttl = await redis.admin.pttl(key);
+        const after = await redisNowMs(redis.admin);
         // The window index stored and the expiry are those of Redis's clock, not the app's.
-        const [windowIndex] = (await admin.get(key))!.split(':');
+        const [windowIndex] = (await redis.admin.get(key))!.split(':');
         expect(Number(windowIndex)).toBe(Math.floor(before / 3_600_000));
         const windowEnd = (Math.floor(before / 3_600_000) + 1) * 3_600_000;
         expect(ttl).toBeGreaterThanOrEqual(windowEnd - after - 1);
@@ -123,12 +110,12 @@ describe('Redis store', () => {
 
       it('stamps sliding window log entries with Redis TIME', async () => {
         const policy: RateLimitPolicy = { algorithm: 'sliding-window-log', limit: 3, window: '1m' };
-        const before = await redisNowMs(admin);
+        const before = await redisNowMs(redis.admin);
         await skewed.limiter.consume('stamps', policy);
-        const [key] = await admin.keys('*');
-        const [, score] = await admin.zrange(key, '0', '-1', 'WITHSCORES');
-        const ttl = await admin.pttl(key);
-        const after = await redisNowMs(admin);
+        const [key] = await redis.admin.keys('*');
+        const [, score] = await redis.admin.zrange(key, '0', '-1', 'WITHSCORES');
+        const ttl = await redis.admin.pttl(key);
+        const after = await redisNowMs(redis.admin);
         expect(Number(score)).toBeGreaterThanOrEqual(before);
         expect(Number(score)).toBeLessThanOrEqual(after);
         expect(ttl).toBeGreaterThanOrEqual(60_000 - (after - before) - 1);
@@ -138,14 +125,14 @@ describe('Redis store', () => {
     it('reloads each script transparently after SCRIPT FLUSH (NOSCRIPT)', async () => {
       const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 5, window: '1m' };
       // Its two charges in one minute of Redis's clock.
-      await untilWindowHasRoom(admin, 60_000);
+      await untilWindowHasRoom(redis.admin, 60_000);
       const pair: RateLimitPolicy[] = [
         { name: 'a', algorithm: 'token-bucket', limit: 5, window: '1m' },
         { name: 'b', algorithm: 'sliding-window-log', limit: 5, window: '1m' },
       ];
       expect((await fixture.limiter.consume('noscript', policy)).allowed).toBe(true);
       expect((await fixture.limiter.consume('noscript', pair)).allowed).toBe(true);
-      await admin.script('FLUSH');
+      await redis.admin.script('FLUSH');
       const again = await fixture.limiter.consume('noscript', policy);
       expect(again.results[0].remaining).toBe(3);
       const pairAgain = await fixture.limiter.consume('noscript', pair);
@@ -161,15 +148,15 @@ describe('Redis store', () => {
         const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 5, window };
         // Both charges in one window: a window ending between them would give the first a
         // reset from another window's end than the one stored.
-        await untilWindowHasRoom(admin, window, window / 2);
-        const before = await redisNowMs(admin);
+        await untilWindowHasRoom(redis.admin, window, window / 2);
+        const before = await redisNowMs(redis.admin);
         // Cost 2: not the policy's own, so sent as an argument; then cost 1, its own, written
         // into another script.
         const first = await fixture.limiter.consume('fresh', policy, 2);
         const second = await fixture.limiter.consume('fresh', policy);
-        const after = await redisNowMs(admin);
-        const [key] = await admin.keys('*');
-        const [stored, count] = (await admin.get(key))!.split(':').map(Number);
+        const after = await redisNowMs(redis.admin);
+        const [key] = await redis.admin.keys('*');
+        const [stored, count] = (await redis.admin.get(key))!.split(':').map(Number);
         expect(count).toBe(3);
         const end = (stored + 1) * window;
         for (const [decision, remaining] of [
@@ -189,22 +176,24 @@ describe('Redis store', () => {
     it("fixed window: an earlier window's state still there (its last ms) is no count of this one", async () => {
       const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 5, window: '1h' };
       await fixture.limiter.consume('edge', policy);
-      const [key] = await admin.keys('*');
-      const [index] = (await admin.get(key))!.split(':').map(Number);
+      const [key] = await redis.admin.keys('*');
+      const [index] = (await redis.admin.get(key))!.split(':').map(Number);
       // As SET ... NX GET finds it in the ms a window ends: present, but the previous one's.
-      await admin.set(key, `${index - 1}:4`, 'PX', 60_000);
+      await redis.admin.set(key, `${index - 1}:4`, 'PX', 60_000);
       const [result] = (await fixture.limiter.consume('edge', policy)).results;
       expect(result.remaining).toBe(4);
-      const [stored, count] = (await admin.get(key))!.split(':').map(Number);
+      const [stored, count] = (await redis.admin.get(key))!.split(':').map(Number);
       expect(stored).toBeGreaterThanOrEqual(index);
       expect(count).toBe(1);
     });
 
     it("writes at most 64 routes' values into scripts, then sends further ones as arguments", async () => {
       const limits = Array.from({ length: 80 }, (_, i) => i + 1);
-      const separate = await new LimiterFixture('redis', server.url, { prefix: 'many' }).ready();
+      const separate = await new LimiterFixture('redis', redis.server.url, {
+        prefix: 'many',
+      }).ready();
       try {
-        await admin.script('FLUSH');
+        await redis.admin.script('FLUSH');
         const remaining = await Promise.all(
           limits.map(async (limit) => {
             // An hour: a bucket of 80 a minute would refill a token between the two
@@ -215,7 +204,7 @@ describe('Redis store', () => {
           }),
         );
         expect(remaining).toEqual(limits.map((limit) => Math.max(0, limit - 2)));
-        const memory = await admin.info('memory');
+        const memory = await redis.admin.info('memory');
         // 64 scripts with values written in, and the one that takes them as arguments.
         expect(/number_of_cached_scripts:(\d+)/.exec(memory)![1]).toBe('65');
       } finally {
@@ -244,7 +233,7 @@ describe('Redis store', () => {
       window: 60_000,
     } satisfies RateLimitPolicy;
     // Each test counts its decisions in one window of Redis's clock.
-    beforeEach(() => untilWindowHasRoom(admin, policy.window));
+    beforeEach(() => untilWindowHasRoom(redis.admin, policy.window));
     // Closed after each test, failed or not: an open client would keep Jest from exiting.
     let store: RedisStore | undefined;
     afterEach(async () => {
@@ -252,7 +241,7 @@ describe('Redis store', () => {
       store = undefined;
     });
     const limiterOn = async (options: RedisOptions) => {
-      const client = new Redis(server.url, options);
+      const client = new Redis(redis.server.url, options);
       if (client.status !== 'ready') await once(client, 'ready');
       store = new RedisStore(client, true);
       return { client, limiter: new RateLimiter(resolveOptions({ prefix: 'app1' }), store) };
@@ -263,7 +252,9 @@ describe('Redis store', () => {
       await limiter.consume('user-1', policy);
       const second = await limiter.consume('user-1', policy);
       expect(second.results[0].remaining).toBe(98);
-      expect(await admin.keys('*')).toEqual([expect.stringMatching(/^tenant:app1:\{user-1\}:/)]);
+      expect(await redis.admin.keys('*')).toEqual([
+        expect.stringMatching(/^tenant:app1:\{user-1\}:/),
+      ]);
     });
 
     it("leaves the socket to the client's other commands, in the same turn and after", async () => {
@@ -307,7 +298,7 @@ describe('Redis store', () => {
       const [resolved] = resolvePolicies([policy], { label: 'test', defaultScope: 'global' });
       const key = 'app1:{friendly}:wrong-type';
       // A hash where the script expects a string: the script fails with WRONGTYPE.
-      await admin.hset(key, 'field', '1');
+      await redis.admin.hset(key, 'field', '1');
       const failure = await store!
         .decide({
           mode: 'consume',
@@ -328,10 +319,12 @@ describe('Redis store', () => {
 
   it('keeps keys of a virtual clock alive in real time long enough for a slow simulation', async () => {
     const clock = new VirtualClock();
-    const fixture = await new LimiterFixture('redis', server.url, { clock: clock.read }).ready();
+    const fixture = await new LimiterFixture('redis', redis.server.url, {
+      clock: clock.read,
+    }).ready();
     await fixture.limiter.consume('sim', { algorithm: 'fixed-window', limit: 5, window: 10 });
-    const [key] = await admin.keys('*');
-    expect(await admin.pttl(key)).toBeGreaterThan(30_000);
+    const [key] = await redis.admin.keys('*');
+    expect(await redis.admin.pttl(key)).toBeGreaterThan(30_000);
     await fixture.close();
   });
 });

@@ -2,22 +2,14 @@ import { ALGORITHMS } from '../../lib/index.js';
 import { resolvePolicies } from '../../lib/resolved-policy.js';
 import type { DecideRequest } from '../../lib/stores/rate-limit-store.interface.js';
 import { LimiterFixture, type StoreKind } from '../support/limiters.js';
-import {
-  type RedisServer,
-  redisNowMs,
-  startRedisServer,
-  untilWindowHasRoom,
-} from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
+import { redisNowMs, untilWindowHasRoom } from '../support/redis-server.js';
 
 /**
  * A decision that reaches the store after the caller stopped waiting (`wantedUntil`, on
  * the store's real clock) charges nothing and says so, on every algorithm and both stores.
  */
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(() => server.stop());
+const redis = useRedisServer();
 
 const policies = resolvePolicies(
   ALGORITHMS.map((algorithm) => ({ name: algorithm, algorithm, limit: 1, window: '1m' })),
@@ -27,7 +19,7 @@ const policies = resolvePolicies(
 describe.each<StoreKind>(['redis', 'memory'])('%s store: wantedUntil', (kind) => {
   let fixture: LimiterFixture;
   beforeAll(async () => {
-    fixture = await new LimiterFixture(kind, server.url).ready();
+    fixture = await new LimiterFixture(kind, redis.server.url).ready();
   });
   afterAll(() => fixture.close());
 
@@ -56,7 +48,7 @@ describe.each<StoreKind>(['redis', 'memory'])('%s store: wantedUntil', (kind) =>
       const key = `late-${count}`;
       // Both in one minute of the store's clock (Redis's, or this machine's, the same): in a
       // new one a fixed window would admit even had the stale answer charged it.
-      await untilWindowHasRoom(server, 60_000);
+      await untilWindowHasRoom(redis.server, 60_000);
       const stale = await decide(key, (await storeNow()) - 1, undefined, count);
       expect(stale).toEqual({ allowed: false, verdicts: [], stale: true });
       // Nothing was charged: the one unit of every policy is still there.
