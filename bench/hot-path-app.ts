@@ -14,8 +14,8 @@
  * Every variant keys clients by the `x-client` header. Two routes: `/ping` with a budget
  * no benchmark exhausts (every request decided and admitted), and `/hot` with a limit of
  * one (after the first, every request of a client is denied).
- * Before listening it has one full GC while idle (see settleLikeALongRunningProcess), unless
- * HOT_PATH_SETTLE=0. Prints `listening <port>` when ready.
+ * Once listening it has one full GC while idle (see settleLikeALongRunningProcess), unless
+ * HOT_PATH_SETTLE=0, and then prints `listening <port>`.
  */
 import 'reflect-metadata';
 import {
