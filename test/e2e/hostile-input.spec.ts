@@ -1,8 +1,8 @@
 import { Controller, Get, type ExecutionContext } from '@nestjs/common';
 import { connect } from 'node:net';
-import { Redis } from 'ioredis';
 import { RateLimit, RateLimitModule } from '../../lib/index.js';
-import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
+import { untilWindowHasRoom } from '../support/redis-server.js';
 import {
   type AdapterKind,
   byClientHeader,
@@ -67,34 +67,33 @@ function rawGet(url: string, path: string, headerLines: Buffer): Promise<number>
   });
 }
 
+// One server for both adapters: its afterAll comes after theirs, which close the apps.
+const redis = useRedisServer();
+
 describe.each<AdapterKind>(['express', 'fastify'])('hostile input on %s', (adapter) => {
-  let server: RedisServer;
-  let redis: Redis;
   let running: RunningApp;
   beforeAll(async () => {
-    server = await startRedisServer();
-    redis = new Redis(server.url);
+    // The other adapter's run left its counts: each starts from an empty server.
+    await redis.admin.flushall();
     running = await startApp(
       adapter,
-      [RateLimitModule.forRoot({ redis: server.url, keyBy: byClientHeader })],
+      [RateLimitModule.forRoot({ redis: redis.server.url, keyBy: byClientHeader })],
       [HostileController],
     );
   });
   afterAll(async () => {
     await running?.close();
-    redis?.disconnect();
-    await server?.stop();
   });
   // The routes' fixed windows of an hour count across each test's requests on Redis's clock.
-  beforeEach(() => untilWindowHasRoom(redis, 3_600_000));
+  beforeEach(() => untilWindowHasRoom(redis.admin, 3_600_000));
 
   /** Every key the limiter wrote: short, expiring. */
   async function expectKeysBoundedAndExpiring(): Promise<void> {
-    const keys = await redis.keys('*');
+    const keys = await redis.admin.keys('*');
     expect(keys.length).toBeGreaterThan(0);
     for (const key of keys) {
       expect(Buffer.byteLength(key)).toBeLessThan(256);
-      expect(await redis.pttl(key)).toBeGreaterThan(0);
+      expect(await redis.admin.pttl(key)).toBeGreaterThan(0);
     }
   }
 

@@ -3,12 +3,8 @@ import type { RateLimitDecision } from '../../lib/rate-limit-decision.interface.
 import type { RateLimitPolicy } from '../../lib/rate-limit-policy.interface.js';
 import { LUA_SOURCES } from '../../lib/stores/lua-sources.generated.js';
 import { LimiterFixture } from '../support/limiters.js';
-import {
-  type RedisServer,
-  redisNowMs,
-  startRedisServer,
-  windowWithRoom,
-} from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-fixture.js';
+import { redisNowMs, windowWithRoom } from '../support/redis-server.js';
 
 /**
  * A lone fixed window charged on Redis TIME starts with lua/fixed-window-fresh.lua: one
@@ -53,24 +49,24 @@ async function callsOf(admin: Redis, command: string): Promise<number> {
   return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
 }
 
+// One server for both cases (each test starts from FLUSHALL): its afterAll comes after
+// theirs, which close the limiters that talk to it.
+const redis = useRedisServer();
+
 describe.each([
   // Redis 7.0+: the first charge in a window is the SET, a later one reads what SET returned.
   ['Redis 7.0 and later (SET … NX GET)', '', 0],
   // The general path: every decision reads the state with GET.
   ['a server that refuses NX with GET, as Redis 6.2 does', AS_REDIS_6_2, 1],
 ])('a lone fixed window on %s', (_, prelude, getsPerDecision) => {
-  let server: RedisServer;
-  let admin: Redis;
   let fixture: LimiterFixture;
   beforeAll(async () => {
-    server = await startRedisServer();
-    admin = new Redis(server.url);
     // Read when the store composes a script, at its first decision on a route: the fixture
     // is made here, so its every script has this describe's prelude.
     sources['fixed-window-fresh'] = prelude + FRESH;
     // Every decision from the store: no deny cache, no admission on a failure, and a
     // deadline the loaded machine cannot miss.
-    fixture = await new LimiterFixture('redis', server.url, {
+    fixture = await new LimiterFixture('redis', redis.server.url, {
       denyCache: false,
       failureMode: 'closed',
       timeout: 30_000,
@@ -79,18 +75,16 @@ describe.each([
   afterAll(async () => {
     sources['fixed-window-fresh'] = FRESH;
     await fixture?.close();
-    admin?.disconnect();
-    await server?.stop();
   });
   beforeEach(async () => {
-    await admin.flushall();
-    await admin.config('RESETSTAT');
+    await redis.admin.flushall();
+    await redis.admin.config('RESETSTAT');
   });
 
   it('admits up to the limit and denies after, with the remaining, reset and expiry of the window', async () => {
-    const window = await windowWithRoom(admin, ROOM_MS);
+    const window = await windowWithRoom(redis.admin, ROOM_MS);
     const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 3, window };
-    const before = await redisNowMs(admin);
+    const before = await redisNowMs(redis.admin);
     const decisions: [RateLimitDecision, boolean, number][] = [];
     // Cost 1 is the policy's own, written into its script; cost 2 is sent as an argument,
     // in another script. Both start with lua/fixed-window-fresh.lua.
@@ -106,14 +100,14 @@ describe.each([
       decisions.push([await fixture.limiter.consume(client, policy, cost), allowed, remaining]);
     }
     // Before the reads below, which are GETs too.
-    expect(await callsOf(admin, 'get')).toBe(decisions.length * getsPerDecision);
+    expect(await callsOf(redis.admin, 'get')).toBe(decisions.length * getsPerDecision);
     const ttls = await Promise.all(
       ['one', 'two'].map(async (client) => {
-        const [key] = await admin.keys(`*{${client}}*`);
-        return [await admin.get(key), await admin.pttl(key)] as const;
+        const [key] = await redis.admin.keys(`*{${client}}*`);
+        return [await redis.admin.get(key), await redis.admin.pttl(key)] as const;
       }),
     );
-    const after = await redisNowMs(admin);
+    const after = await redisNowMs(redis.admin);
     const index = Math.floor(before / window);
     const end = (index + 1) * window;
     for (const [decision, allowed, remaining] of decisions) {
@@ -135,17 +129,17 @@ describe.each([
   });
 
   it("counts nothing of an earlier window's state still there (its last ms)", async () => {
-    const window = await windowWithRoom(admin, ROOM_MS);
+    const window = await windowWithRoom(redis.admin, ROOM_MS);
     const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 3, window };
     await fixture.limiter.consume('edge', policy);
-    const [key] = await admin.keys('*');
-    const [index] = (await admin.get(key))!.split(':').map(Number);
+    const [key] = await redis.admin.keys('*');
+    const [index] = (await redis.admin.get(key))!.split(':').map(Number);
     // As the first request of a window finds it: present, but the previous window's, full.
-    await admin.set(key, `${index - 1}:3`, 'PX', 60_000);
-    const gets = await callsOf(admin, 'get');
+    await redis.admin.set(key, `${index - 1}:3`, 'PX', 60_000);
+    const gets = await callsOf(redis.admin, 'get');
     const decision = await fixture.limiter.consume('edge', policy);
-    expect(await callsOf(admin, 'get')).toBe(gets + getsPerDecision);
+    expect(await callsOf(redis.admin, 'get')).toBe(gets + getsPerDecision);
     expect(decision.results[0]).toMatchObject({ allowed: true, remaining: 2 });
-    expect(await admin.get(key)).toBe(`${index}:1`);
+    expect(await redis.admin.get(key)).toBe(`${index}:1`);
   });
 });
