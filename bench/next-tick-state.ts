@@ -1,12 +1,12 @@
 /**
  * Backs what bench/hot-path-app.ts says about settling its apps: the Fastify app with no
  * limiter and with the limiter's `metrics` option on, each started HOT_PATH_PROCESSES times
- * as it is (`HOT_PATH_SETTLE=0`) and settled (one full GC while idle before listening), under
- * V8's map log. Per process: how many times V8 made the map of Node's `process.nextTick`
+ * as it is (`HOT_PATH_SETTLE=0`) and settled (one full GC while idle once listening), and the
+ * no-limiter app as it is and then left idle (see STARTS), under V8's map log. Per process: how many times V8 made the map of Node's `process.nextTick`
  * tick objects (found in the log as the chain of transitions adding the tick object's
  * properties, in its literal's order), and the app's CPU per request over a few seconds of
  * one hot key. One map: the state a process keeps while no full GC has found the tick queue
- * empty; more: the state every long-running process reaches.
+ * empty; more: the state every long-running process reaches (a quiet spell is enough).
  *
  *   npm run bench:next-tick-state
  *   HOT_PATH_PROCESSES (4), HOT_PATH_SECONDS (3) to tune
@@ -21,6 +21,23 @@ import { startHotPathApp } from './hot-path-app-process.js';
 const PROCESSES = Number(process.env.HOT_PATH_PROCESSES ?? 4);
 const SECONDS = Number(process.env.HOT_PATH_SECONDS ?? 3);
 const APP = new URL('./hot-path-app.js', import.meta.url);
+/**
+ * How each app starts: as it is, settled, or as it is and then left without requests for
+ * IDLE_MS, long enough for V8's memory reducer to run its full GCs.
+ */
+const IDLE_MS = 20_000;
+const STARTS = [
+  { variant: 'none', start: 'as it is', settle: '0', idleMs: 0 },
+  { variant: 'none', start: 'settled', settle: '1', idleMs: 0 },
+  {
+    variant: 'none',
+    start: `as it is, then idle ${IDLE_MS / 1000} s`,
+    settle: '0',
+    idleMs: IDLE_MS,
+  },
+  { variant: 'metrics', start: 'as it is', settle: '0', idleMs: 0 },
+  { variant: 'metrics', start: 'settled', settle: '1', idleMs: 0 },
+];
 const TICK_OBJECT_KEYS = [
   'symbol("async_id_symbol"',
   'symbol("trigger_async_id_symbol"',
@@ -62,35 +79,34 @@ const redis = await startRedisServer();
 const dir = mkdtempSync(join(tmpdir(), 'next-tick-state-'));
 const rows: string[] = [];
 try {
-  for (const variant of ['none', 'metrics']) {
-    for (const settle of ['0', '1']) {
-      const maps: number[] = [];
-      const cpu: number[] = [];
-      for (let n = 0; n < PROCESSES; n++) {
-        const logFile = join(dir, `${variant}-${settle}-${n}.log`);
-        const app = await startHotPathApp(APP, 'fastify', variant, redis.url, {
-          nodeFlags: ['--log-maps', `--logfile=${logFile}`, '--no-logfile-per-isolate'],
-          env: { HOT_PATH_SETTLE: settle },
-        });
-        try {
-          const client = `${variant}-${settle}-${n}`;
-          await hot(app.url, 1, client);
-          const before = app.cpuUs();
-          const { requests } = await hot(app.url, SECONDS, client);
-          cpu.push((app.cpuUs() - before) / requests.total);
-        } finally {
-          await app.stop();
-        }
-        maps.push(tickObjectMaps(readFileSync(logFile, 'utf8')));
-        console.log(
-          `${variant} ${settle === '1' ? 'settled' : 'as it is'} #${n}: ` +
-            `${maps.at(-1)} tick-object map(s), app CPU ${cpu.at(-1)!.toFixed(1)} µs per request`,
-        );
+  for (const { variant, start, settle, idleMs } of STARTS) {
+    const maps: number[] = [];
+    const cpu: number[] = [];
+    for (let n = 0; n < PROCESSES; n++) {
+      const name = `${variant}-${settle}-${idleMs}-${n}`;
+      const logFile = join(dir, `${name}.log`);
+      const app = await startHotPathApp(APP, 'fastify', variant, redis.url, {
+        nodeFlags: ['--log-maps', `--logfile=${logFile}`, '--no-logfile-per-isolate'],
+        env: { HOT_PATH_SETTLE: settle },
+      });
+      try {
+        await new Promise((resolve) => setTimeout(resolve, idleMs));
+        await hot(app.url, 1, name);
+        const before = app.cpuUs();
+        const { requests } = await hot(app.url, SECONDS, name);
+        cpu.push((app.cpuUs() - before) / requests.total);
+      } finally {
+        await app.stop();
       }
-      rows.push(
-        `| ${variant === 'none' ? 'no limiter' : 'library, metrics on'} | ${settle === '1' ? 'settled' : 'as it is'} | ${maps.join(', ')} | ${cpu.map((us) => us.toFixed(1)).join(', ')} |`,
+      maps.push(tickObjectMaps(readFileSync(logFile, 'utf8')));
+      console.log(
+        `${variant} ${start} #${n}: ${maps.at(-1)} tick-object map(s), ` +
+          `app CPU ${cpu.at(-1)!.toFixed(1)} µs per request`,
       );
     }
+    rows.push(
+      `| ${variant === 'none' ? 'no limiter' : 'library, metrics on'} | ${start} | ${maps.join(', ')} | ${cpu.map((us) => us.toFixed(1)).join(', ')} |`,
+    );
   }
 } finally {
   await redis.stop();
