@@ -14,11 +14,11 @@
  */
 import { Redis } from 'ioredis';
 import { type Algorithm, ALGORITHMS, type RateLimitPolicy } from '../lib/index.js';
-import { RateLimiter } from '../lib/rate-limiter.service.js';
-import { resolveOptions } from '../lib/resolved-options.js';
-import { resolvePolicies } from '../lib/resolved-policy.js';
-import { composeDecideScript, scriptArguments } from '../lib/stores/lua-script.js';
-import { RedisStore } from '../lib/stores/redis.store.js';
+import { RateLimiter } from '../lib/limiter/rate-limiter.service.js';
+import { resolveOptions } from '../lib/config/resolved-options.js';
+import { resolvePolicies } from '../lib/config/resolved-policy.js';
+import { composeDecideScript, scriptArguments } from '../lib/stores/redis/lua-script.js';
+import { RedisStore } from '../lib/stores/redis/redis.store.js';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { MINIMAL_SCRIPTS } from './minimal-scripts.js';
 import { peerFixedWindows } from './peer-fixed-windows.js';

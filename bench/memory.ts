@@ -10,7 +10,7 @@
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { ALGORITHMS, RateLimiter, type RateLimitPolicy, RedisStore } from '../lib/index.js';
-import { resolveOptions } from '../lib/resolved-options.js';
+import { resolveOptions } from '../lib/config/resolved-options.js';
 import { startRedisServer } from '../test/support/redis-server.js';
 
 const { values: options } = parseArgs({

@@ -11,11 +11,11 @@
 import { type ExecutionContext, Logger } from '@nestjs/common';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { DecisionReporter } from '../lib/decision-reporter.js';
-import type { RateLimitDecision } from '../lib/rate-limit-decision.interface.js';
-import { resolveOptions } from '../lib/resolved-options.js';
-import { resolvePolicies } from '../lib/resolved-policy.js';
-import type { RoutePlan } from '../lib/route-planner.js';
+import { DecisionReporter } from '../lib/guard/decision-reporter.js';
+import type { RateLimitDecision } from '../lib/interfaces/rate-limit-decision.interface.js';
+import { resolveOptions } from '../lib/config/resolved-options.js';
+import { resolvePolicies } from '../lib/config/resolved-policy.js';
+import type { RoutePlan } from '../lib/guard/route-planner.js';
 
 const CALLS = Number(process.env.METRICS_COST_CALLS ?? 300_000);
 const ROUNDS = Number(process.env.METRICS_COST_ROUNDS ?? 5);

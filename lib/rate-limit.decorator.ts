@@ -1,6 +1,6 @@
 import { SetMetadata } from '@nestjs/common';
 import { RATE_LIMIT_POLICIES_METADATA, SKIP_RATE_LIMIT_METADATA } from './rate-limit.constants.js';
-import type { RateLimitPolicy } from './rate-limit-policy.interface.js';
+import type { RateLimitPolicy } from './interfaces/rate-limit-policy.interface.js';
 
 /**
  * Limits a controller or a handler (the handler's policies replace the controller's).

@@ -5,7 +5,7 @@ import {
   RateLimitExceededException,
   RateLimitUnavailableException,
 } from './rate-limit.exceptions.js';
-import { optionalExport, responseOf, transportError } from './transports.js';
+import { optionalExport, responseOf, transportError } from './guard/transports.js';
 
 type TransportException = Error & { getError(): unknown };
 

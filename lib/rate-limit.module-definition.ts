@@ -1,5 +1,5 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import type { RateLimitModuleOptions } from './rate-limit-options.interface.js';
+import type { RateLimitModuleOptions } from './interfaces/rate-limit-options.interface.js';
 
 export const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN, OPTIONS_TYPE, ASYNC_OPTIONS_TYPE } =
   new ConfigurableModuleBuilder<RateLimitModuleOptions>()

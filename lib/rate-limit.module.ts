@@ -1,6 +1,6 @@
 import { Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
-import { globalMeterProvider } from './metrics.js';
+import { globalMeterProvider } from './observability/rate-limit-metrics.js';
 import { otherCopiesLoaded } from './package-copies.js';
 import {
   GLOBAL_GUARD,
@@ -9,21 +9,21 @@ import {
   RATE_LIMIT_STORE,
 } from './rate-limit.constants.js';
 import { moduleExceptionFilter } from './rate-limit.filter.js';
-import { RateLimitGuard } from './rate-limit.guard.js';
+import { RateLimitGuard } from './guard/rate-limit.guard.js';
 import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } from './rate-limit.module-definition.js';
-import type { RateLimitModuleOptions } from './rate-limit-options.interface.js';
-import { RateLimiter } from './rate-limiter.service.js';
-import { RoutePlanner } from './route-planner.js';
+import type { RateLimitModuleOptions } from './interfaces/rate-limit-options.interface.js';
+import { RateLimiter } from './limiter/rate-limiter.service.js';
+import { RoutePlanner } from './guard/route-planner.js';
 import {
   awaitReady,
   createRedisClient,
   isRedisClient,
   type RedisClient,
-} from './redis-connection.js';
-import { type ResolvedRateLimitOptions, resolveOptions } from './resolved-options.js';
-import { MemoryStore } from './stores/memory.store.js';
-import type { RateLimitStore } from './stores/rate-limit-store.interface.js';
-import { RedisStore } from './stores/redis.store.js';
+} from './stores/redis/redis-connection.js';
+import { type ResolvedRateLimitOptions, resolveOptions } from './config/resolved-options.js';
+import { MemoryStore } from './stores/memory/memory.store.js';
+import type { RateLimitStore } from './interfaces/rate-limit-store.interface.js';
+import { RedisStore } from './stores/redis/redis.store.js';
 
 const logger = new Logger('RateLimit');
 

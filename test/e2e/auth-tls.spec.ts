@@ -12,9 +12,9 @@ import {
   RateLimitModule,
   type RateLimitModuleOptions,
 } from '../../lib/index.js';
-import { RateLimiter } from '../../lib/rate-limiter.service.js';
-import { resolveOptions } from '../../lib/resolved-options.js';
-import { RedisStore } from '../../lib/stores/redis.store.js';
+import { RateLimiter } from '../../lib/limiter/rate-limiter.service.js';
+import { resolveOptions } from '../../lib/config/resolved-options.js';
+import { RedisStore } from '../../lib/stores/redis/redis.store.js';
 import { freePort } from '../support/free-port.js';
 import { type RedisClusterHandle, startRedisCluster } from '../support/redis-cluster.js';
 import { LimiterFixture } from '../support/limiters.js';

@@ -6,8 +6,8 @@ import { type PodFleet, startPodFleet } from '../../bench/pods/pod-fleet.js';
 import { type RedisServer, sendRawCommand, startRedisServer } from '../support/redis-server.js';
 import { type LoadSample, percentile, startSteadyLoad } from '../support/steady-load.js';
 import { watchTimerLateness } from '../support/timer-lateness.js';
-import { LATE_CHECK } from '../../lib/deadline.js';
-import { resolveOptions } from '../../lib/resolved-options.js';
+import { LATE_CHECK } from '../../lib/resilience/deadline.js';
+import { resolveOptions } from '../../lib/config/resolved-options.js';
 
 const PODS = 3;
 /** Fixed windows of one second, so a run of seconds holds many healthy windows. */

@@ -7,7 +7,7 @@ import {
   RateLimitModule,
   type RateLimitModuleOptions,
 } from '../../lib/index.js';
-import { METRIC_NAMES } from '../../lib/metrics.js';
+import { METRIC_NAMES } from '../../lib/observability/rate-limit-metrics.js';
 import { collectingMeter } from '../support/metric-reader.js';
 import { OnceController } from '../support/once-controller.js';
 import { useRedisServer } from '../support/redis-fixture.js';

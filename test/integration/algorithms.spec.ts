@@ -1,4 +1,4 @@
-import type { RateLimitPolicy } from '../../lib/rate-limit-policy.interface.js';
+import type { RateLimitPolicy } from '../../lib/interfaces/rate-limit-policy.interface.js';
 import { LimiterFixture, type StoreKind, VirtualClock } from '../support/limiters.js';
 import { useRedisServer } from '../support/redis-fixture.js';
 

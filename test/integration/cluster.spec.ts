@@ -7,8 +7,8 @@ import {
   RateLimitModule,
   type RateLimitPolicy,
 } from '../../lib/index.js';
-import { resolveOptions } from '../../lib/resolved-options.js';
-import { RedisStore } from '../../lib/stores/redis.store.js';
+import { resolveOptions } from '../../lib/config/resolved-options.js';
+import { RedisStore } from '../../lib/stores/redis/redis.store.js';
 import { type RedisClusterHandle, startRedisCluster } from '../support/redis-cluster.js';
 import { untilWindowHasRoom } from '../support/redis-server.js';
 import { byClientHeader, type RunningApp, startApp } from '../support/test-app.js';

@@ -1,6 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Algorithm, RateLimitPolicy } from '../../lib/rate-limit-policy.interface.js';
-import type { RateLimiter } from '../../lib/rate-limiter.service.js';
+import type {
+  Algorithm,
+  RateLimitPolicy,
+} from '../../lib/interfaces/rate-limit-policy.interface.js';
+import type { RateLimiter } from '../../lib/limiter/rate-limiter.service.js';
 import { LimiterFixture, type StoreKind, VirtualClock } from '../support/limiters.js';
 import { useRedisServer } from '../support/redis-fixture.js';
 

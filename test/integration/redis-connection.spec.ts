@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createHook } from 'node:async_hooks';
 import type { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { awaitReady, createRedisClient } from '../../lib/redis-connection.js';
+import { awaitReady, createRedisClient } from '../../lib/stores/redis/redis-connection.js';
 import { freePort } from '../support/free-port.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 

@@ -1,12 +1,15 @@
 import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import { LATE_CHECK } from '../../lib/deadline.js';
-import { RateLimiter } from '../../lib/rate-limiter.service.js';
+import { LATE_CHECK } from '../../lib/resilience/deadline.js';
+import { RateLimiter } from '../../lib/limiter/rate-limiter.service.js';
 import { RateLimitUnavailableException } from '../../lib/rate-limit.exceptions.js';
-import type { RateLimitPolicy } from '../../lib/rate-limit-policy.interface.js';
-import { resolveOptions } from '../../lib/resolved-options.js';
-import type { DecideRequest, RateLimitStore } from '../../lib/stores/rate-limit-store.interface.js';
-import { RedisStore } from '../../lib/stores/redis.store.js';
+import type { RateLimitPolicy } from '../../lib/interfaces/rate-limit-policy.interface.js';
+import { resolveOptions } from '../../lib/config/resolved-options.js';
+import type {
+  DecideRequest,
+  RateLimitStore,
+} from '../../lib/interfaces/rate-limit-store.interface.js';
+import { RedisStore } from '../../lib/stores/redis/redis.store.js';
 import { LimiterFixture } from '../support/limiters.js';
 import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
 import { watchTimerLateness } from '../support/timer-lateness.js';

@@ -1,6 +1,6 @@
 import { ALGORITHMS } from '../../lib/index.js';
-import { resolvePolicies } from '../../lib/resolved-policy.js';
-import type { DecideRequest } from '../../lib/stores/rate-limit-store.interface.js';
+import { resolvePolicies } from '../../lib/config/resolved-policy.js';
+import type { DecideRequest } from '../../lib/interfaces/rate-limit-store.interface.js';
 import { LimiterFixture, type StoreKind } from '../support/limiters.js';
 import { useRedisServer } from '../support/redis-fixture.js';
 import { redisNowMs, untilWindowHasRoom } from '../support/redis-server.js';

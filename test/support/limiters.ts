@@ -2,16 +2,16 @@ import { once } from 'node:events';
 import { Redis } from 'ioredis';
 // Imported file by file, not through lib/index.js: mutation testing reruns the suites
 // that depend on a mutated file, and the index would make every suite depend on all of lib/.
-import type { RateLimitModuleOptions } from '../../lib/rate-limit-options.interface.js';
-import { RateLimiter } from '../../lib/rate-limiter.service.js';
-import { MemoryStore } from '../../lib/stores/memory.store.js';
-import { RedisStore } from '../../lib/stores/redis.store.js';
-import { resolveOptions } from '../../lib/resolved-options.js';
+import type { RateLimitModuleOptions } from '../../lib/interfaces/rate-limit-options.interface.js';
+import { RateLimiter } from '../../lib/limiter/rate-limiter.service.js';
+import { MemoryStore } from '../../lib/stores/memory/memory.store.js';
+import { RedisStore } from '../../lib/stores/redis/redis.store.js';
+import { resolveOptions } from '../../lib/config/resolved-options.js';
 import type {
   DecideRequest,
   RateLimitStore,
   StoreDecision,
-} from '../../lib/stores/rate-limit-store.interface.js';
+} from '../../lib/interfaces/rate-limit-store.interface.js';
 import { startRedisServer } from './redis-server.js';
 
 export type StoreKind = 'redis' | 'memory';

@@ -1,4 +1,4 @@
-import { CircuitBreaker } from '../../lib/circuit-breaker.js';
+import { CircuitBreaker } from '../../lib/resilience/circuit-breaker.js';
 
 describe('CircuitBreaker', () => {
   let now = 0;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { clientTag, normalizeIp, policyKey } from '../../lib/client-key.js';
+import { clientTag, normalizeIp, policyKey } from '../../lib/stores/store-keys.js';
 
 describe('normalizeIp', () => {
   it.each([

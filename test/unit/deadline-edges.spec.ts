@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { DeadlineExceededError, SilenceMeter } from '../../lib/deadline.js';
+import { DeadlineExceededError, SilenceMeter } from '../../lib/resilience/deadline.js';
 
 /**
  * What deadline.spec.ts leaves open: answers to other requests as signs of life, how long the

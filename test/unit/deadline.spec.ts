@@ -1,5 +1,5 @@
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { DeadlineExceededError, SilenceMeter } from '../../lib/deadline.js';
+import { DeadlineExceededError, SilenceMeter } from '../../lib/resilience/deadline.js';
 import { watchTimerLateness } from '../support/timer-lateness.js';
 
 /** A store call that never answers. */

@@ -1,11 +1,14 @@
 import { type ExecutionContext, Logger } from '@nestjs/common';
-import { DecisionReporter } from '../../lib/decision-reporter.js';
-import type { RateLimitMetrics } from '../../lib/metrics.js';
+import { DecisionReporter } from '../../lib/guard/decision-reporter.js';
+import type { RateLimitMetrics } from '../../lib/observability/rate-limit-metrics.js';
 import { RateLimitUnavailableException } from '../../lib/rate-limit.exceptions.js';
-import type { PolicyResult, RateLimitDecision } from '../../lib/rate-limit-decision.interface.js';
-import type { RateLimitDecisionEvent } from '../../lib/rate-limit-event.interface.js';
-import type { ResolvedRateLimitOptions } from '../../lib/resolved-options.js';
-import type { RoutePlan } from '../../lib/route-planner.js';
+import type {
+  PolicyResult,
+  RateLimitDecision,
+} from '../../lib/interfaces/rate-limit-decision.interface.js';
+import type { RateLimitDecisionEvent } from '../../lib/interfaces/rate-limit-event.interface.js';
+import type { ResolvedRateLimitOptions } from '../../lib/config/resolved-options.js';
+import type { RoutePlan } from '../../lib/guard/route-planner.js';
 
 const CONTEXT = { getType: () => 'http' } as unknown as ExecutionContext;
 const KEYS = ['client:a', 'client:s'];

@@ -1,11 +1,11 @@
 import { type ExecutionContext, Logger } from '@nestjs/common';
-import { DenialResponses, type RateLimitDenial } from '../../lib/denial-responses.js';
+import { DenialResponses, type RateLimitDenial } from '../../lib/guard/denial-responses.js';
 import {
   RateLimitExceededException,
   RateLimitUnavailableException,
 } from '../../lib/rate-limit.exceptions.js';
-import type { RateLimitDecision } from '../../lib/rate-limit-decision.interface.js';
-import type { ResolvedRateLimitOptions } from '../../lib/resolved-options.js';
+import type { RateLimitDecision } from '../../lib/interfaces/rate-limit-decision.interface.js';
+import type { ResolvedRateLimitOptions } from '../../lib/config/resolved-options.js';
 
 const CONTEXT = { getType: () => 'http' } as unknown as ExecutionContext;
 const DECISION: RateLimitDecision = { allowed: false, results: [] };

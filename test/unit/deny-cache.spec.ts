@@ -1,6 +1,6 @@
-import { DenyCache } from '../../lib/deny-cache.js';
+import { DenyCache } from '../../lib/limiter/deny-cache.js';
 import type { PolicyResult, RateLimitDecision } from '../../lib/index.js';
-import { resolvePolicies } from '../../lib/resolved-policy.js';
+import { resolvePolicies } from '../../lib/config/resolved-policy.js';
 
 const source = { label: 'test', defaultScope: 'global' as const };
 const [minute, second] = resolvePolicies(

@@ -1,6 +1,6 @@
-import { LocalFallback } from '../../lib/local-fallback.js';
-import type { RateLimitPolicy } from '../../lib/rate-limit-policy.interface.js';
-import { resolvePolicies } from '../../lib/resolved-policy.js';
+import { LocalFallback } from '../../lib/resilience/local-fallback.js';
+import type { RateLimitPolicy } from '../../lib/interfaces/rate-limit-policy.interface.js';
+import { resolvePolicies } from '../../lib/config/resolved-policy.js';
 
 const resolve = (policy: RateLimitPolicy) =>
   resolvePolicies([policy], { label: 'Shop.buy', routeId: 'Shop.buy', defaultScope: 'route' })[0];

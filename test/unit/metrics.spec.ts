@@ -1,16 +1,16 @@
 import { jest } from '@jest/globals';
-import { CircuitOpenError } from '../../lib/circuit-breaker.js';
-import { DeadlineExceededError } from '../../lib/deadline.js';
+import { CircuitOpenError } from '../../lib/resilience/circuit-breaker.js';
+import { DeadlineExceededError } from '../../lib/resilience/deadline.js';
 import {
   createMetrics,
   failureKind,
   globalMeterProvider,
   type ObservableResult,
   type RateLimitMeterProvider,
-} from '../../lib/metrics.js';
-import { RateLimitConfigError } from '../../lib/rate-limit-config.error.js';
-import type { PolicyResult } from '../../lib/rate-limit-decision.interface.js';
-import type { RoutePlan } from '../../lib/route-planner.js';
+} from '../../lib/observability/rate-limit-metrics.js';
+import { RateLimitConfigError } from '../../lib/config/rate-limit-config.error.js';
+import type { PolicyResult } from '../../lib/interfaces/rate-limit-decision.interface.js';
+import type { RoutePlan } from '../../lib/guard/route-planner.js';
 
 describe('failureKind', () => {
   const withCode = (code: string) => Object.assign(new Error(`connect ${code}`), { code });

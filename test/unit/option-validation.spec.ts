@@ -1,6 +1,6 @@
-import { clientIp } from '../../lib/client-key.js';
-import type { RateLimitModuleOptions } from '../../lib/rate-limit-options.interface.js';
-import { resolveOptions } from '../../lib/resolved-options.js';
+import { clientIp } from '../../lib/stores/store-keys.js';
+import type { RateLimitModuleOptions } from '../../lib/interfaces/rate-limit-options.interface.js';
+import { resolveOptions } from '../../lib/config/resolved-options.js';
 
 /**
  * Every option's boundary and the exact text of every message: the messages are what a

@@ -1,6 +1,6 @@
-import { RateLimitConfigError } from '../../lib/rate-limit-config.error.js';
-import type { RateLimitPolicy } from '../../lib/rate-limit-policy.interface.js';
-import { type PolicySource, resolvePolicies } from '../../lib/resolved-policy.js';
+import { RateLimitConfigError } from '../../lib/config/rate-limit-config.error.js';
+import type { RateLimitPolicy } from '../../lib/interfaces/rate-limit-policy.interface.js';
+import { type PolicySource, resolvePolicies } from '../../lib/config/resolved-policy.js';
 
 /**
  * Each field's boundary, the exact message of each mistake, and what a resolved policy

@@ -1,5 +1,5 @@
-import { rateLimitHeaders } from '../../lib/rate-limit-headers.js';
-import type { PolicyResult } from '../../lib/rate-limit-decision.interface.js';
+import { rateLimitHeaders } from '../../lib/guard/rate-limit-headers.js';
+import type { PolicyResult } from '../../lib/interfaces/rate-limit-decision.interface.js';
 
 const result = (overrides: Partial<PolicyResult>): PolicyResult => ({
   policy: 'default',

@@ -1,9 +1,9 @@
 import { type ExecutionContext, InternalServerErrorException, Logger } from '@nestjs/common';
 // File by file, not through lib/index.js (see test/support/limiters.ts).
-import { RateLimitConfigError } from '../../lib/rate-limit-config.error.js';
-import type { RateLimitPolicy } from '../../lib/rate-limit-policy.interface.js';
-import { RequestLimits } from '../../lib/request-limits.js';
-import { type PolicySource, resolvePolicies } from '../../lib/resolved-policy.js';
+import { RateLimitConfigError } from '../../lib/config/rate-limit-config.error.js';
+import type { RateLimitPolicy } from '../../lib/interfaces/rate-limit-policy.interface.js';
+import { RequestLimits } from '../../lib/guard/request-limits.js';
+import { type PolicySource, resolvePolicies } from '../../lib/config/resolved-policy.js';
 
 const ROUTE: PolicySource = {
   label: 'PlansController.find',

@@ -1,6 +1,6 @@
-import { RateLimitConfigError } from '../../lib/rate-limit-config.error.js';
-import { resolveOptions } from '../../lib/resolved-options.js';
-import { resolvePolicies } from '../../lib/resolved-policy.js';
+import { RateLimitConfigError } from '../../lib/config/rate-limit-config.error.js';
+import { resolveOptions } from '../../lib/config/resolved-options.js';
+import { resolvePolicies } from '../../lib/config/resolved-policy.js';
 
 describe('resolveOptions', () => {
   it('fills in the documented defaults', () => {

@@ -14,8 +14,8 @@ import { DiscoveryModule } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { RateLimit, SkipRateLimit } from '../../lib/rate-limit.decorator.js';
 import { RATE_LIMIT_GUARD_METADATA, RATE_LIMIT_OPTIONS } from '../../lib/rate-limit.constants.js';
-import type { RateLimitPolicy } from '../../lib/rate-limit-policy.interface.js';
-import { RoutePlanner, type RouteTarget } from '../../lib/route-planner.js';
+import type { RateLimitPolicy } from '../../lib/interfaces/rate-limit-policy.interface.js';
+import { RoutePlanner, type RouteTarget } from '../../lib/guard/route-planner.js';
 
 /**
  * The planner on its own: a Nest module with only RoutePlanner and the classes under test,

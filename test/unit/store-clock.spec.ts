@@ -1,4 +1,4 @@
-import { StoreClock } from '../../lib/store-clock.js';
+import { StoreClock } from '../../lib/resilience/store-clock.js';
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 

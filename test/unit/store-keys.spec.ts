@@ -1,7 +1,7 @@
-import { RateLimiter } from '../../lib/rate-limiter.service.js';
-import type { RateLimitPolicy } from '../../lib/rate-limit-policy.interface.js';
-import { resolveOptions } from '../../lib/resolved-options.js';
-import { resolvePolicies } from '../../lib/resolved-policy.js';
+import { RateLimiter } from '../../lib/limiter/rate-limiter.service.js';
+import type { RateLimitPolicy } from '../../lib/interfaces/rate-limit-policy.interface.js';
+import { resolveOptions } from '../../lib/config/resolved-options.js';
+import { resolvePolicies } from '../../lib/config/resolved-policy.js';
 import { KeyRecordingStore } from '../support/limiters.js';
 
 // The limiter reuses the last call's store keys when a call repeats its client keys and

@@ -1,4 +1,4 @@
-import { parseWindow } from '../../lib/window.js';
+import { parseWindow } from '../../lib/config/window.js';
 
 describe('parseWindow', () => {
   it.each([

@@ -1,18 +1,18 @@
-import { BLOCK_KEY_SUFFIX } from '../client-key.js';
-import type { Algorithm } from '../rate-limit-policy.interface.js';
-import { fixedWindow } from './memory/fixed-window.js';
-import { leakyBucket } from './memory/leaky-bucket.js';
-import type { MemoryAlgorithm, MemoryPolicy, MemoryVerdict } from './memory/memory-algorithm.js';
-import { slidingWindowCounter } from './memory/sliding-window-counter.js';
-import { slidingWindowLog } from './memory/sliding-window-log.js';
-import { tokenBucket } from './memory/token-bucket.js';
+import { BLOCK_KEY_SUFFIX } from '../store-keys.js';
+import type { Algorithm } from '../../interfaces/rate-limit-policy.interface.js';
+import { fixedWindow } from './fixed-window.js';
+import { leakyBucket } from './leaky-bucket.js';
+import type { MemoryAlgorithm, MemoryPolicy, MemoryVerdict } from './memory-algorithm.js';
+import { slidingWindowCounter } from './sliding-window-counter.js';
+import { slidingWindowLog } from './sliding-window-log.js';
+import { tokenBucket } from './token-bucket.js';
 import type {
   DecideRequest,
   PolicyVerdict,
   RateLimitStore,
   StoreDecision,
-} from './rate-limit-store.interface.js';
-import { STALE_DECISION } from './rate-limit-store.interface.js';
+} from '../../interfaces/rate-limit-store.interface.js';
+import { STALE_DECISION } from '../../interfaces/rate-limit-store.interface.js';
 
 const ALGORITHMS: Record<Algorithm, MemoryAlgorithm<unknown, MemoryVerdict>> = {
   'token-bucket': tokenBucket as MemoryAlgorithm<unknown, MemoryVerdict>,

@@ -15,21 +15,21 @@ import {
   GLOBAL_GUARD,
   RATE_LIMIT_GUARD_METADATA,
   RATE_LIMIT_OPTIONS,
-} from './rate-limit.constants.js';
+} from '../rate-limit.constants.js';
 import {
   RateLimitExceededException,
   RateLimitUnavailableException,
   retryAfterSeconds,
-} from './rate-limit.exceptions.js';
-import { onRenderedByModule } from './rate-limit.filter.js';
-import type { RateLimitDecision } from './rate-limit-decision.interface.js';
+} from '../rate-limit.exceptions.js';
+import { onRenderedByModule } from '../rate-limit.filter.js';
+import type { RateLimitDecision } from '../interfaces/rate-limit-decision.interface.js';
 import { tightestResult, writeRateLimitHeaders } from './rate-limit-headers.js';
-import { RateLimiter } from './rate-limiter.service.js';
-import type { ResolvedRateLimitOptions } from './resolved-options.js';
-import type { ResolvedPolicy } from './resolved-policy.js';
-import { type RenderedDenial, RenderedDenials } from './rendered-denial.js';
+import { RateLimiter } from '../limiter/rate-limiter.service.js';
+import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
+import type { ResolvedPolicy } from '../config/resolved-policy.js';
+import { type RenderedDenial, RenderedDenials } from './rendered-denials.js';
 import { type RoutePlan, RoutePlanner } from './route-planner.js';
-import { ThrottledLog } from './throttled-log.js';
+import { ThrottledLog } from '../observability/throttled-log.js';
 import { responseOf, transportError } from './transports.js';
 
 /**

@@ -1,15 +1,15 @@
 import type { ExecutionContext, Logger } from '@nestjs/common';
-import type { RateLimitMetrics } from './metrics.js';
-import type { RateLimitHttpException } from './rate-limit.exceptions.js';
-import type { RateLimitDecision } from './rate-limit-decision.interface.js';
+import type { RateLimitMetrics } from '../observability/rate-limit-metrics.js';
+import type { RateLimitHttpException } from '../rate-limit.exceptions.js';
+import type { RateLimitDecision } from '../interfaces/rate-limit-decision.interface.js';
 import type {
   RateLimitDecisionEvent,
   RateLimitDecisionHook,
   RateLimitOutcome,
-} from './rate-limit-event.interface.js';
-import type { ResolvedRateLimitOptions } from './resolved-options.js';
+} from '../interfaces/rate-limit-event.interface.js';
+import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
 import type { RoutePlan } from './route-planner.js';
-import { ThrottledLog } from './throttled-log.js';
+import { ThrottledLog } from '../observability/throttled-log.js';
 
 /**
  * Tells the `onDecision` hook and the metrics what the guard decided. The hook is the app's

@@ -1,11 +1,11 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import type { RateLimitResponseOption } from './denial-responses.js';
-import type { RateLimitMetricsOptions } from './metrics.js';
+import type { RateLimitResponseOption } from '../guard/denial-responses.js';
+import type { RateLimitMetricsOptions } from '../observability/rate-limit-metrics.js';
 import type { RateLimitDecisionHook } from './rate-limit-event.interface.js';
 import type { KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
-import type { RateLimitStore } from './stores/rate-limit-store.interface.js';
-import type { RateLimitContextType } from './transports.js';
+import type { RateLimitStore } from './rate-limit-store.interface.js';
+import type { RateLimitContextType } from '../guard/transports.js';
 
 /** What the guard does when the store is unreachable, erroring or silent. */
 export type FailureMode = 'open' | 'closed' | 'local';

@@ -1,18 +1,22 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { clientIp } from './client-key.js';
+import { clientIp } from '../stores/store-keys.js';
 import { RateLimitConfigError } from './rate-limit-config.error.js';
 import type {
   ClockOption,
   FailureMode,
   HeaderStyle,
   RateLimitModuleOptions,
-} from './rate-limit-options.interface.js';
-import type { RateLimitResponseOption } from './denial-responses.js';
-import { createMetrics, type RateLimitMeterProvider, type RateLimitMetrics } from './metrics.js';
-import type { RateLimitDecisionHook } from './rate-limit-event.interface.js';
-import type { KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
+} from '../interfaces/rate-limit-options.interface.js';
+import type { RateLimitResponseOption } from '../guard/denial-responses.js';
+import {
+  createMetrics,
+  type RateLimitMeterProvider,
+  type RateLimitMetrics,
+} from '../observability/rate-limit-metrics.js';
+import type { RateLimitDecisionHook } from '../interfaces/rate-limit-event.interface.js';
+import type { KeyResolver, RateLimitPolicy } from '../interfaces/rate-limit-policy.interface.js';
 import { resolvePolicies } from './resolved-policy.js';
-import { CONTEXT_TYPES, type RateLimitContextType } from './transports.js';
+import { CONTEXT_TYPES, type RateLimitContextType } from '../guard/transports.js';
 
 /** Module options with every default filled in and every field checked (`RATE_LIMIT_OPTIONS`). */
 export interface ResolvedRateLimitOptions {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ExecutionContext } from '@nestjs/common';
 import { isIPv6 } from 'node:net';
-import { clientAddress } from './transports.js';
+import { clientAddress } from '../guard/transports.js';
 
 /** Client keys kept readable in Redis; anything else is hashed. No '{', '}' or '#' can pass. */
 const READABLE_KEY = /^[A-Za-z0-9._:@/=+-]{1,64}$/;

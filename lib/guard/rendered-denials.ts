@@ -1,4 +1,7 @@
-import type { PolicyResult, RateLimitDecision } from './rate-limit-decision.interface.js';
+import type {
+  PolicyResult,
+  RateLimitDecision,
+} from '../interfaces/rate-limit-decision.interface.js';
 
 /** A 429 as the guard sends it, but for the body (see RenderedDenials). */
 export interface RenderedDenial {

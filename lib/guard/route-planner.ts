@@ -7,13 +7,13 @@ import {
   RATE_LIMIT_OPTIONS,
   RATE_LIMIT_POLICIES_METADATA,
   SKIP_RATE_LIMIT_METADATA,
-} from './rate-limit.constants.js';
-import { RateLimitConfigError } from './rate-limit-config.error.js';
+} from '../rate-limit.constants.js';
+import { RateLimitConfigError } from '../config/rate-limit-config.error.js';
 import { rateLimitPolicyHeader } from './rate-limit-headers.js';
-import type { RateLimitPolicy } from './rate-limit-policy.interface.js';
+import type { RateLimitPolicy } from '../interfaces/rate-limit-policy.interface.js';
 import { RequestLimits } from './request-limits.js';
-import type { ResolvedRateLimitOptions } from './resolved-options.js';
-import { type ResolvedPolicy, resolvePolicies } from './resolved-policy.js';
+import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
+import { type ResolvedPolicy, resolvePolicies } from '../config/resolved-policy.js';
 
 /** What the guard knows of one handler, worked out once at start-up. */
 export interface RoutePlan {

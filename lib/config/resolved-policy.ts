@@ -5,7 +5,7 @@ import type {
   KeyResolver,
   LimitResolver,
   RateLimitPolicy,
-} from './rate-limit-policy.interface.js';
+} from '../interfaces/rate-limit-policy.interface.js';
 import { parseWindow } from './window.js';
 
 export type CostResolver = (context: ExecutionContext) => number | Promise<number>;

@@ -5,10 +5,10 @@ import {
   RateLimitExceededException,
   RateLimitUnavailableException,
   withoutStack,
-} from './rate-limit.exceptions.js';
-import type { RateLimitDecision } from './rate-limit-decision.interface.js';
-import type { ResolvedRateLimitOptions } from './resolved-options.js';
-import { ThrottledLog } from './throttled-log.js';
+} from '../rate-limit.exceptions.js';
+import type { RateLimitDecision } from '../interfaces/rate-limit-decision.interface.js';
+import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
+import { ThrottledLog } from '../observability/throttled-log.js';
 
 /** What a `limitedResponse` / `unavailableResponse` function is told of the answer. */
 export interface RateLimitDenial {

@@ -1,5 +1,8 @@
-import type { PolicyResult, RateLimitDecision } from './rate-limit-decision.interface.js';
-import type { ResolvedPolicy } from './resolved-policy.js';
+import type {
+  PolicyResult,
+  RateLimitDecision,
+} from '../interfaces/rate-limit-decision.interface.js';
+import type { ResolvedPolicy } from '../config/resolved-policy.js';
 
 /** One denial the store answered, as this pod remembers it. */
 interface Denial {

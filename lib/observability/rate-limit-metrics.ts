@@ -1,9 +1,9 @@
-import { CircuitOpenError } from './circuit-breaker.js';
-import { DeadlineExceededError } from './deadline.js';
-import { RateLimitConfigError } from './rate-limit-config.error.js';
-import type { RateLimitDecision } from './rate-limit-decision.interface.js';
-import type { RateLimitOutcome } from './rate-limit-event.interface.js';
-import type { RoutePlan } from './route-planner.js';
+import { CircuitOpenError } from '../resilience/circuit-breaker.js';
+import { DeadlineExceededError } from '../resilience/deadline.js';
+import { RateLimitConfigError } from '../config/rate-limit-config.error.js';
+import type { RateLimitDecision } from '../interfaces/rate-limit-decision.interface.js';
+import type { RateLimitOutcome } from '../interfaces/rate-limit-event.interface.js';
+import type { RoutePlan } from '../guard/route-planner.js';
 
 /**
  * What the limiter needs of an OpenTelemetry `MeterProvider` (the API's or the SDK's fits).

@@ -5,21 +5,24 @@ import {
   Logger,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { clientTag, policyKey } from './client-key.js';
+import { clientTag, policyKey } from '../stores/store-keys.js';
 import { DenyCache } from './deny-cache.js';
-import { RATE_LIMIT_OPTIONS, RATE_LIMIT_STORE } from './rate-limit.constants.js';
-import type { PolicyResult, RateLimitDecision } from './rate-limit-decision.interface.js';
-import type { RateLimitPolicy } from './rate-limit-policy.interface.js';
-import type { ResolvedRateLimitOptions } from './resolved-options.js';
-import { type ResolvedPolicy, resolvePolicies } from './resolved-policy.js';
-import { StoreGate } from './store-gate.js';
-import { ThrottledLog } from './throttled-log.js';
+import { RATE_LIMIT_OPTIONS, RATE_LIMIT_STORE } from '../rate-limit.constants.js';
+import type {
+  PolicyResult,
+  RateLimitDecision,
+} from '../interfaces/rate-limit-decision.interface.js';
+import type { RateLimitPolicy } from '../interfaces/rate-limit-policy.interface.js';
+import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
+import { type ResolvedPolicy, resolvePolicies } from '../config/resolved-policy.js';
+import { StoreGate } from '../resilience/store-gate.js';
+import { ThrottledLog } from '../observability/throttled-log.js';
 import type {
   DecideRequest,
   DecisionMode,
   RateLimitStore,
   StoreDecision,
-} from './stores/rate-limit-store.interface.js';
+} from '../interfaces/rate-limit-store.interface.js';
 
 /**
  * With a virtual clock, a key's need (in virtual ms) says nothing about real time, in which

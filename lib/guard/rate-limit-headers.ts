@@ -1,5 +1,8 @@
-import type { HeaderStyle } from './rate-limit-options.interface.js';
-import type { PolicyResult, RateLimitDecision } from './rate-limit-decision.interface.js';
+import type { HeaderStyle } from '../interfaces/rate-limit-options.interface.js';
+import type {
+  PolicyResult,
+  RateLimitDecision,
+} from '../interfaces/rate-limit-decision.interface.js';
 
 const seconds = (ms: number) => Math.ceil(ms / 1000);
 

@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import type { RateLimitHttpException } from './rate-limit.exceptions.js';
+import type { RateLimitHttpException } from '../rate-limit.exceptions.js';
 import type { PolicyResult } from './rate-limit-decision.interface.js';
 
 /**

@@ -1,7 +1,7 @@
 import { type ExecutionContext, InternalServerErrorException, type Logger } from '@nestjs/common';
-import type { LimitResolver } from './rate-limit-policy.interface.js';
-import { isPositiveInteger, type ResolvedPolicy, sizePolicy } from './resolved-policy.js';
-import { ThrottledLog } from './throttled-log.js';
+import type { LimitResolver } from '../interfaces/rate-limit-policy.interface.js';
+import { isPositiveInteger, type ResolvedPolicy, sizePolicy } from '../config/resolved-policy.js';
+import { ThrottledLog } from '../observability/throttled-log.js';
 
 /**
  * Sized policies kept per template, by limit and burst: plans are few, so a request usually

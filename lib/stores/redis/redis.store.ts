@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import { type Cluster, Command, Redis, type RedisOptions } from 'ioredis';
-import type { ResolvedPolicy } from '../resolved-policy.js';
-import { BLOCK_KEY_SUFFIX } from '../client-key.js';
+import type { ResolvedPolicy } from '../../config/resolved-policy.js';
+import { BLOCK_KEY_SUFFIX } from '../store-keys.js';
 import {
   type Baked,
   composeDecideScript,
@@ -19,8 +19,8 @@ import type {
   PolicyVerdict,
   RateLimitStore,
   StoreDecision,
-} from './rate-limit-store.interface.js';
-import { STALE_DECISION } from './rate-limit-store.interface.js';
+} from '../../interfaces/rate-limit-store.interface.js';
+import { STALE_DECISION } from '../../interfaces/rate-limit-store.interface.js';
 
 /**
  * For one policy: allowed, remaining, reset, retry, delay. For several: admitted, then those

@@ -2,15 +2,15 @@ import type { Logger } from '@nestjs/common';
 import { type BreakerPass, CircuitBreaker, CircuitOpenError } from './circuit-breaker.js';
 import { DeadlineExceededError, SilenceMeter, WaitingCall } from './deadline.js';
 import { LocalFallback } from './local-fallback.js';
-import { RateLimitUnavailableException, retryAfterSeconds } from './rate-limit.exceptions.js';
+import { RateLimitUnavailableException, retryAfterSeconds } from '../rate-limit.exceptions.js';
 import { StoreClock } from './store-clock.js';
-import type { ResolvedRateLimitOptions } from './resolved-options.js';
+import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
 import type {
   DecideRequest,
   RateLimitStore,
   StoreDecision,
-} from './stores/rate-limit-store.interface.js';
-import { ThrottledLog } from './throttled-log.js';
+} from '../interfaces/rate-limit-store.interface.js';
+import { ThrottledLog } from '../observability/throttled-log.js';
 
 /**
  * How many times what answers lately took (SilenceMeter.recentLatency) a decision is given

@@ -1,4 +1,4 @@
-import type { BreakerOptions } from './resolved-options.js';
+import type { BreakerOptions } from '../config/resolved-options.js';
 
 /** What a call may do: go to the store, go as the one probe of an open breaker, or not go. */
 export type BreakerPass = 'closed' | 'probe' | 'refused';
