@@ -6,31 +6,31 @@ import base from './jest.config.js';
  * file that imports the mutated file, even when none of its tests is picked; so only suites
  * that import what they test are listed. Left out: the specs that boot RateLimitModule or
  * import lib/index.js (route-planner, guard-transport, deny-cache), which would tie every
- * mutant to a Nest start-up (test/unit/route-planning.spec.ts holds the planner without
+ * mutant to a Nest start-up (test/guard/route-planning.spec.ts holds the planner without
  * it), and the algorithms' Redis half, which covers no mutated file the memory half does not.
  */
 export default {
   ...base,
   testMatch: [
     ...[
-      'client-ip',
-      'client-key',
-      'deadline',
-      'deadline-edges',
-      'decision-reporter',
-      'denial-responses',
-      'memory-algorithms',
-      'memory-store',
-      'metrics',
-      'option-validation',
-      'policy-resolution',
-      'rate-limit-headers',
-      'request-limits',
-      'resolved-options',
-      'route-planning',
-      'window',
-    ].map((name) => `<rootDir>/test/unit/${name}.spec.ts`),
-    '<rootDir>/test/integration/algorithms.spec.ts',
+      'guard/client-ip',
+      'stores/store-keys',
+      'resilience/deadline',
+      'resilience/deadline-edges',
+      'guard/decision-reporter',
+      'guard/denial-responses',
+      'stores/memory/memory-algorithms',
+      'stores/memory/memory.store',
+      'observability/rate-limit-metrics',
+      'config/option-validation',
+      'config/resolved-policy',
+      'guard/rate-limit-headers',
+      'guard/request-limits',
+      'config/resolved-options',
+      'guard/route-planning',
+      'config/window',
+      'stores/algorithms',
+    ].map((name) => `<rootDir>/test/${name}.spec.ts`),
   ],
   testNamePattern: '^(?!redis store )',
   // One failure kills the mutant: the rest of a file's tests are skipped once one fails, and

@@ -23,7 +23,7 @@ import { resolvePolicies } from '../lib/config/resolved-policy.js';
 import { composeDecideScript, keyCount, scriptArguments } from '../lib/stores/redis/lua-script.js';
 import { REDIS_CLI_BIN, REDIS_SERVER_BIN } from '../test/support/redis-server.js';
 import { freePort } from '../test/support/free-port.js';
-import { MINIMAL_SCRIPTS } from './minimal-scripts.js';
+import { MINIMAL_SCRIPTS } from '../test/support/minimal-scripts.js';
 import { peerFixedWindows } from './peer-fixed-windows.js';
 
 const REQUESTS = Number(process.env.DECIDE_REQUESTS ?? 1_000);

@@ -20,7 +20,7 @@ import { resolvePolicies } from '../lib/config/resolved-policy.js';
 import { composeDecideScript, scriptArguments } from '../lib/stores/redis/lua-script.js';
 import { RedisStore } from '../lib/stores/redis/redis.store.js';
 import { startRedisServer } from '../test/support/redis-server.js';
-import { MINIMAL_SCRIPTS } from './minimal-scripts.js';
+import { MINIMAL_SCRIPTS } from '../test/support/minimal-scripts.js';
 import { peerFixedWindows } from './peer-fixed-windows.js';
 
 const REQUESTS = Number(process.env.DECIDE_REQUESTS ?? 100_000);

@@ -10,8 +10,8 @@
  */
 import { parseArgs } from 'node:util';
 import { startRedisServer } from '../test/support/redis-server.js';
-import { type PodConfig, WEEK_MS } from './pods/pod-config.js';
-import { type LoadReport, type PodFleet, startPodFleet } from './pods/pod-fleet.js';
+import { type PodConfig, WEEK_MS } from '../test/support/pods/pod-config.js';
+import { type LoadReport, type PodFleet, startPodFleet } from '../test/support/pods/pod-fleet.js';
 
 const { values: options } = parseArgs({
   options: {

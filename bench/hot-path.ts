@@ -26,7 +26,7 @@
  */
 import autocannon from 'autocannon';
 import { sendRawCommand, startRedisServer } from '../test/support/redis-server.js';
-import { type HotPathAppProcess, startHotPathApp } from './hot-path-app-process.js';
+import { type HotPathAppProcess, startHotPathApp } from '../test/support/hot-path-app-process.js';
 
 const SECONDS = Number(process.env.HOT_PATH_SECONDS ?? 4);
 const ROUNDS = Number(process.env.HOT_PATH_ROUNDS ?? 5);
@@ -47,7 +47,7 @@ function chosen<T extends string>(name: string, all: readonly T[]): readonly T[]
 const VARIANTS = chosen('HOT_PATH_VARIANTS', ALL_VARIANTS);
 const SCENARIOS = chosen('HOT_PATH_SCENARIOS', ALL_SCENARIOS);
 
-const APP = new URL('./hot-path-app.js', import.meta.url);
+const APP = new URL('../test/support/hot-path-app.js', import.meta.url);
 
 let clients = 0;
 const run = `${process.pid}-${Date.now()}`;

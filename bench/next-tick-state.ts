@@ -1,5 +1,5 @@
 /**
- * Backs what bench/hot-path-app.ts says about settling its apps: the Fastify app with no
+ * Backs what test/support/hot-path-app.ts says about settling its apps: the Fastify app with no
  * limiter and with the limiter's `metrics` option on, each started HOT_PATH_PROCESSES times
  * as it is (`HOT_PATH_SETTLE=0`) and settled (one full GC while idle once listening), and the
  * no-limiter app as it is and then left idle (see STARTS), under V8's map log. Per process: how many times V8 made the map of Node's `process.nextTick`
@@ -16,11 +16,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { startRedisServer } from '../test/support/redis-server.js';
-import { startHotPathApp } from './hot-path-app-process.js';
+import { startHotPathApp } from '../test/support/hot-path-app-process.js';
 
 const PROCESSES = Number(process.env.HOT_PATH_PROCESSES ?? 4);
 const SECONDS = Number(process.env.HOT_PATH_SECONDS ?? 3);
-const APP = new URL('./hot-path-app.js', import.meta.url);
+const APP = new URL('../test/support/hot-path-app.js', import.meta.url);
 /**
  * How each app starts: as it is, settled, or as it is and then left without requests for
  * IDLE_MS, long enough for V8's memory reducer to run its full GCs.

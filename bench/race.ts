@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import type { Algorithm } from '../lib/index.js';
 import { startRedisServer } from '../test/support/redis-server.js';
-import { leakyBucketAdmissionBounds } from './pods/leaky-bucket-bounds.js';
+import { leakyBucketAdmissionBounds } from '../test/support/pods/leaky-bucket-bounds.js';
 import {
   EXACT_ALGORITHMS,
   type PodConfig,
@@ -21,8 +21,8 @@ import {
   type PodVariant,
   routePerAlgorithm,
   WEEK_MS,
-} from './pods/pod-config.js';
-import { type LoadReport, startPodFleet } from './pods/pod-fleet.js';
+} from '../test/support/pods/pod-config.js';
+import { type LoadReport, startPodFleet } from '../test/support/pods/pod-fleet.js';
 
 const { values: options } = parseArgs({
   options: {

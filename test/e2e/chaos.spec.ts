@@ -1,8 +1,8 @@
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { PodConfig } from '../../bench/pods/pod-config.js';
-import { routePath } from '../../bench/pods/pod-config.js';
-import { type PodFleet, startPodFleet } from '../../bench/pods/pod-fleet.js';
+import type { PodConfig } from '../support/pods/pod-config.js';
+import { routePath } from '../support/pods/pod-config.js';
+import { type PodFleet, startPodFleet } from '../support/pods/pod-fleet.js';
 import { type RedisServer, sendRawCommand, startRedisServer } from '../support/redis-server.js';
 import { type LoadSample, percentile, startSteadyLoad } from '../support/steady-load.js';
 import { watchTimerLateness } from '../support/timer-lateness.js';

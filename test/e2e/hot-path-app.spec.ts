@@ -1,4 +1,4 @@
-import { startHotPathApp } from '../../bench/hot-path-app-process.js';
+import { startHotPathApp } from '../support/hot-path-app-process.js';
 import { useRedisServer } from '../support/redis-fixture.js';
 
 /**
@@ -8,7 +8,7 @@ import { useRedisServer } from '../support/redis-fixture.js';
  * shape. Both apps, as the bench runs them (built, in a process of their own), asked the
  * same requests.
  */
-const APP = new URL('../../dist/bench/hot-path-app.js', import.meta.url);
+const APP = new URL('../../dist/test/support/hot-path-app.js', import.meta.url);
 
 const redis = useRedisServer();
 

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { SoakReport } from '../../bench/soak.js';
+import type { SoakReport } from '../support/soak.js';
 
 const execFileAsync = promisify(execFile);
 const REQUESTS = 200_000;
@@ -15,7 +15,7 @@ const HEAP_GROWTH_BOUND_BYTES = 4 * 1024 * 1024;
 describe.each(['open', 'local'])('long-running health, failureMode %s', (failureMode) => {
   let report: SoakReport;
   beforeAll(async () => {
-    const soak = fileURLToPath(new URL('../../dist/bench/soak.js', import.meta.url));
+    const soak = fileURLToPath(new URL('../../dist/test/support/soak.js', import.meta.url));
     const { stdout } = await execFileAsync(
       process.execPath,
       ['--expose-gc', soak, '--requests', String(REQUESTS), '--failure-mode', failureMode],

@@ -2,9 +2,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createHook } from 'node:async_hooks';
 import type { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { awaitReady, createRedisClient } from '../../lib/stores/redis/redis-connection.js';
-import { freePort } from '../support/free-port.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { awaitReady, createRedisClient } from '../../../lib/stores/redis/redis-connection.js';
+import { freePort } from '../../support/free-port.js';
+import { type RedisServer, startRedisServer } from '../../support/redis-server.js';
 
 /**
  * The start-up wait the README states: up to 2 s for Redis, then a warning with Redis' own

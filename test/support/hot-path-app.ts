@@ -32,7 +32,7 @@ import {
 import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Redis } from 'ioredis';
-import { RateLimit, RateLimitModule } from '../lib/index.js';
+import { RateLimit, RateLimitModule } from '../../lib/index.js';
 import { MINIMAL_SCRIPTS } from './minimal-scripts.js';
 
 type Variant = 'none' | 'bare' | 'redis' | 'memory' | 'metrics';

@@ -6,13 +6,13 @@ import {
   RateLimiter,
   RateLimitModule,
   type RateLimitPolicy,
-} from '../../lib/index.js';
-import { resolveOptions } from '../../lib/config/resolved-options.js';
-import { RedisStore } from '../../lib/stores/redis/redis.store.js';
-import { type RedisClusterHandle, startRedisCluster } from '../support/redis-cluster.js';
-import { untilWindowHasRoom } from '../support/redis-server.js';
-import { byClientHeader, type RunningApp, startApp } from '../support/test-app.js';
-import { watchTimerLateness } from '../support/timer-lateness.js';
+} from '../../../lib/index.js';
+import { resolveOptions } from '../../../lib/config/resolved-options.js';
+import { RedisStore } from '../../../lib/stores/redis/redis.store.js';
+import { type RedisClusterHandle, startRedisCluster } from '../../support/redis-cluster.js';
+import { untilWindowHasRoom } from '../../support/redis-server.js';
+import { byClientHeader, type RunningApp, startApp } from '../../support/test-app.js';
+import { watchTimerLateness } from '../../support/timer-lateness.js';
 
 const PREFIX = 'cl';
 /** Long windows: nothing refills, and an epoch-aligned boundary almost never falls in a test. */

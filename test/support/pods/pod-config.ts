@@ -1,4 +1,4 @@
-import type { Algorithm } from '../../lib/index.js';
+import type { Algorithm } from '../../../lib/index.js';
 
 /**
  * Which limiter guards a pod's routes:

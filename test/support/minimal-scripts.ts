@@ -1,4 +1,4 @@
-import type { Algorithm } from '../lib/index.js';
+import type { Algorithm } from '../../lib/index.js';
 
 /**
  * The floor the library's scripts are measured against: for each algorithm, the shortest

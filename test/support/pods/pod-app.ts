@@ -24,7 +24,7 @@ import {
   RateLimit,
   RateLimitModule,
   type RateLimitStore,
-} from '../../lib/index.js';
+} from '../../../lib/index.js';
 import { stampDecisionTimes, withResponseScope } from './decision-timing.js';
 import { NaiveRedisGuard } from './naive-redis.guard.js';
 import {

@@ -1,8 +1,8 @@
-import { fixedWindow } from '../../lib/stores/memory/fixed-window.js';
-import type { MemoryPolicy } from '../../lib/stores/memory/memory-algorithm.js';
-import { slidingWindowCounter } from '../../lib/stores/memory/sliding-window-counter.js';
-import { slidingWindowLog } from '../../lib/stores/memory/sliding-window-log.js';
-import { tokenBucket } from '../../lib/stores/memory/token-bucket.js';
+import { fixedWindow } from '../../../lib/stores/memory/fixed-window.js';
+import type { MemoryPolicy } from '../../../lib/stores/memory/memory-algorithm.js';
+import { slidingWindowCounter } from '../../../lib/stores/memory/sliding-window-counter.js';
+import { slidingWindowLog } from '../../../lib/stores/memory/sliding-window-log.js';
+import { tokenBucket } from '../../../lib/stores/memory/token-bucket.js';
 
 /**
  * The embedded algorithms' every reported field, worked out by hand, in the states the

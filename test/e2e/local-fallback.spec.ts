@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
-import { WEEK_MS } from '../../bench/pods/pod-config.js';
-import { type PodFleet, startPodFleet } from '../../bench/pods/pod-fleet.js';
+import { WEEK_MS } from '../support/pods/pod-config.js';
+import { type PodFleet, startPodFleet } from '../support/pods/pod-fleet.js';
 import { useRedisServer } from '../support/redis-fixture.js';
 
 const POD_COUNT = 3;

@@ -1,11 +1,11 @@
-import { leakyBucketAdmissionBounds } from '../../bench/pods/leaky-bucket-bounds.js';
+import { leakyBucketAdmissionBounds } from '../support/pods/leaky-bucket-bounds.js';
 import {
   EXACT_ALGORITHMS,
   type PodRoutePolicy,
   routePerAlgorithm,
   WEEK_MS,
-} from '../../bench/pods/pod-config.js';
-import { type PodFleet, startPodFleet } from '../../bench/pods/pod-fleet.js';
+} from '../support/pods/pod-config.js';
+import { type PodFleet, startPodFleet } from '../support/pods/pod-fleet.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 
 const POD_COUNT = 6;

@@ -1,5 +1,5 @@
-import type { PodConfig } from '../../bench/pods/pod-config.js';
-import { type PodFleet, startPodFleet } from '../../bench/pods/pod-fleet.js';
+import type { PodConfig } from '../support/pods/pod-config.js';
+import { type PodFleet, startPodFleet } from '../support/pods/pod-fleet.js';
 import { useRedisServer } from '../support/redis-fixture.js';
 
 const LIMIT = 50;

@@ -1,10 +1,10 @@
-import type { RateLimitPolicy } from '../../lib/interfaces/rate-limit-policy.interface.js';
-import { resolvePolicies } from '../../lib/config/resolved-policy.js';
+import type { RateLimitPolicy } from '../../../lib/interfaces/rate-limit-policy.interface.js';
+import { resolvePolicies } from '../../../lib/config/resolved-policy.js';
 import {
   type Baked,
   composeDecideScript,
   type ScriptVariant,
-} from '../../lib/stores/redis/lua-script.js';
+} from '../../../lib/stores/redis/lua-script.js';
 import { LUA_SOURCES } from '../../lib/stores/redis/lua-sources.generated.js';
 
 /** What the store's scripts are made of, as the README's cost section says. */

@@ -1,13 +1,13 @@
 import { once } from 'node:events';
 import { Redis, type RedisOptions } from 'ioredis';
-import { type Algorithm, ALGORITHMS, type RateLimitPolicy } from '../../lib/index.js';
-import { RateLimiter } from '../../lib/limiter/rate-limiter.service.js';
-import { resolveOptions } from '../../lib/config/resolved-options.js';
-import { resolvePolicies } from '../../lib/config/resolved-policy.js';
-import { RedisStore } from '../../lib/stores/redis/redis.store.js';
-import { LimiterFixture, VirtualClock } from '../support/limiters.js';
-import { useRedisServer } from '../support/redis-fixture.js';
-import { redisNowMs, untilWindowHasRoom } from '../support/redis-server.js';
+import { type Algorithm, ALGORITHMS, type RateLimitPolicy } from '../../../lib/index.js';
+import { RateLimiter } from '../../../lib/limiter/rate-limiter.service.js';
+import { resolveOptions } from '../../../lib/config/resolved-options.js';
+import { resolvePolicies } from '../../../lib/config/resolved-policy.js';
+import { RedisStore } from '../../../lib/stores/redis/redis.store.js';
+import { LimiterFixture, VirtualClock } from '../../support/limiters.js';
+import { useRedisServer } from '../../support/redis-fixture.js';
+import { redisNowMs, untilWindowHasRoom } from '../../support/redis-server.js';
 
 /** What only the Redis store can get wrong: keys, expiries, script loading and Redis time. */
 describe('Redis store', () => {

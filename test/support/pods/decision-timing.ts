@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ServerResponse } from 'node:http';
-import type { RateLimitStore } from '../../lib/index.js';
+import type { RateLimitStore } from '../../../lib/index.js';
 import { DECISION_ENDED_HEADER, DECISION_STARTED_HEADER } from './pod-config.js';
 
 /** The response whose request is being decided, carried through the guard to the store. */

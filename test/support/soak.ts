@@ -20,12 +20,8 @@ import {
   RateLimitModule,
   type RateLimitPolicy,
   RateLimitUnavailableException,
-} from '../lib/index.js';
-import {
-  type RedisServer,
-  sendRawCommand,
-  startRedisServer,
-} from '../test/support/redis-server.js';
+} from '../../lib/index.js';
+import { type RedisServer, sendRawCommand, startRedisServer } from './redis-server.js';
 
 const { values: options } = parseArgs({
   options: {

@@ -82,7 +82,7 @@ function compiledPodFile(file: string): string {
     if (parent === folder) throw new Error('package root not found');
     folder = parent;
   }
-  const path = join(folder, 'dist', 'bench', 'pods', file);
+  const path = join(folder, 'dist', 'test', 'support', 'pods', file);
   if (!existsSync(path)) throw new Error(`${path} is missing: run \`npm run build\` first`);
   return path;
 }

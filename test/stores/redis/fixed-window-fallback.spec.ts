@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
-import type { RateLimitDecision } from '../../lib/interfaces/rate-limit-decision.interface.js';
-import type { RateLimitPolicy } from '../../lib/interfaces/rate-limit-policy.interface.js';
+import type { RateLimitDecision } from '../../../lib/interfaces/rate-limit-decision.interface.js';
+import type { RateLimitPolicy } from '../../../lib/interfaces/rate-limit-policy.interface.js';
 import { LUA_SOURCES } from '../../lib/stores/redis/lua-sources.generated.js';
-import { LimiterFixture } from '../support/limiters.js';
-import { useRedisServer } from '../support/redis-fixture.js';
-import { redisNowMs, windowWithRoom } from '../support/redis-server.js';
+import { LimiterFixture } from '../../support/limiters.js';
+import { useRedisServer } from '../../support/redis-fixture.js';
+import { redisNowMs, windowWithRoom } from '../../support/redis-server.js';
 
 /**
  * A lone fixed window charged on Redis TIME starts with lua/fixed-window-fresh.lua: one

@@ -1,7 +1,7 @@
-import { ALGORITHMS } from '../../lib/index.js';
-import { LimiterFixture } from '../support/limiters.js';
-import { useRedisServer } from '../support/redis-fixture.js';
-import { windowWithRoom } from '../support/redis-server.js';
+import { ALGORITHMS } from '../../../lib/index.js';
+import { LimiterFixture } from '../../support/limiters.js';
+import { useRedisServer } from '../../support/redis-fixture.js';
+import { windowWithRoom } from '../../support/redis-server.js';
 
 const CLIENTS = 1_000;
 /** The timeout each test below is given (120_000 there): none runs longer. */
