@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import type { RateLimitDecision } from '../../../lib/interfaces/rate-limit-decision.interface.js';
 import type { RateLimitPolicy } from '../../../lib/interfaces/rate-limit-policy.interface.js';
-import { LUA_SOURCES } from '../../lib/stores/redis/lua-sources.generated.js';
+import { LUA_SOURCES } from '../../../lib/stores/redis/lua-sources.generated.js';
 import { LimiterFixture } from '../../support/limiters.js';
 import { useRedisServer } from '../../support/redis-fixture.js';
 import { redisNowMs, windowWithRoom } from '../../support/redis-server.js';

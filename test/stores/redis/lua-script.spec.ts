@@ -5,7 +5,7 @@ import {
   composeDecideScript,
   type ScriptVariant,
 } from '../../../lib/stores/redis/lua-script.js';
-import { LUA_SOURCES } from '../../lib/stores/redis/lua-sources.generated.js';
+import { LUA_SOURCES } from '../../../lib/stores/redis/lua-sources.generated.js';
 
 /** What the store's scripts are made of, as the README's cost section says. */
 describe('composeDecideScript', () => {

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LUA_SOURCES } from '../../lib/stores/redis/lua-sources.generated.js';
+import { LUA_SOURCES } from '../../../lib/stores/redis/lua-sources.generated.js';
 
 /**
  * The scripts reach Redis from the generated module, never from disk: it must hold lua/
