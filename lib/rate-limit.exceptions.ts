@@ -1,16 +1,8 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
-
-/** Body of every 429 and 503 the limiter answers. */
-export interface RateLimitErrorBody {
-  statusCode: number;
-  error: string;
-  message: string;
-  /** Whole seconds, equal to the Retry-After header. */
-  retryAfter: number;
-}
-
-/** A response body of the app's own, in place of RateLimitErrorBody (see the denial options). */
-export type RateLimitCustomBody = string | Record<string, unknown>;
+import type {
+  RateLimitCustomBody,
+  RateLimitErrorBody,
+} from './interfaces/rate-limit-response.interface.js';
 
 /** The limiter's 429 and 503: an `HttpException` carrying `retryAfter`. */
 export abstract class RateLimitHttpException extends HttpException {

@@ -5,30 +5,16 @@ import {
   RateLimitExceededException,
   RateLimitUnavailableException,
 } from './rate-limit.exceptions.js';
+import { registerModuleFilter, rendered } from './guard/module-filter.js';
 import { optionalExport, responseOf, transportError } from './guard/transports.js';
 
 type TransportException = Error & { getError(): unknown };
 
-/** The instances RateLimitModule registers as its APP_FILTER: no user's copy or subclass. */
-const moduleFilters = new WeakSet<RateLimitExceptionFilter>();
-/** What to run when a module filter renders the exception (see onRenderedByModule). */
-const renderWatchers = new WeakMap<object, () => void>();
-
 /** The module's own filter (its APP_FILTER provider's factory). */
 export function moduleExceptionFilter(adapterHost: HttpAdapterHost): RateLimitExceptionFilter {
   const filter = new RateLimitExceptionFilter(adapterHost);
-  moduleFilters.add(filter);
+  registerModuleFilter(filter);
   return filter;
-}
-
-/**
- * Runs `onRendered` if the module's own filter renders `exception`: then Nest chose it for
- * that exception, so no filter of the app's comes first on that route (Nest picks one filter
- * by exception class from a list fixed when the route is set up). The guard learns this way
- * where it may render its 429s itself.
- */
-export function onRenderedByModule(exception: object, onRendered: () => void): void {
-  renderWatchers.set(exception, onRendered);
 }
 
 /**
@@ -45,7 +31,7 @@ export class RateLimitExceptionFilter implements ExceptionFilter {
     host: ArgumentsHost,
   ): unknown {
     const type = host.getType<string>();
-    if (moduleFilters.has(this)) renderWatchers.get(exception)?.();
+    rendered(this, exception);
     const response = responseOf(host);
     if (response) {
       this.adapterHost.httpAdapter.setHeader(response, 'Retry-After', String(exception.retryAfter));

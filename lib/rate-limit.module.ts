@@ -1,6 +1,6 @@
 import { Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
-import { globalMeterProvider } from './observability/rate-limit-metrics.js';
+import { globalMeterProvider } from './config/metrics-option.js';
 import { otherCopiesLoaded } from './package-copies.js';
 import {
   GLOBAL_GUARD,

@@ -1,5 +1,4 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { clientIp } from '../stores/store-keys.js';
 import { RateLimitConfigError } from './rate-limit-config.error.js';
 import type {
   ClockOption,
@@ -7,16 +6,14 @@ import type {
   HeaderStyle,
   RateLimitModuleOptions,
 } from '../interfaces/rate-limit-options.interface.js';
-import type { RateLimitResponseOption } from '../guard/denial-responses.js';
-import {
-  createMetrics,
-  type RateLimitMeterProvider,
-  type RateLimitMetrics,
-} from '../observability/rate-limit-metrics.js';
+import type { RateLimitResponseOption } from '../interfaces/rate-limit-response.interface.js';
+import { createMetrics } from './metrics-option.js';
+import type { RateLimitMetrics } from '../observability/rate-limit-metrics.js';
 import type { RateLimitDecisionHook } from '../interfaces/rate-limit-event.interface.js';
 import type { KeyResolver, RateLimitPolicy } from '../interfaces/rate-limit-policy.interface.js';
 import { resolvePolicies } from './resolved-policy.js';
-import { CONTEXT_TYPES, type RateLimitContextType } from '../guard/transports.js';
+import type { RateLimitContextType } from '../interfaces/rate-limit-options.interface.js';
+import type { RateLimitMeterProvider } from '../interfaces/rate-limit-metrics.interface.js';
 
 /** Module options with every default filled in and every field checked (`RATE_LIMIT_OPTIONS`). */
 export interface ResolvedRateLimitOptions {
@@ -32,7 +29,8 @@ export interface ResolvedRateLimitOptions {
   /** Set with failureMode 'local' only. */
   readonly instances: number | undefined;
   readonly headers: HeaderStyle;
-  readonly keyBy: KeyResolver;
+  /** Undefined: the guard keys by client IP (`clientIp`). */
+  readonly keyBy: KeyResolver | undefined;
   readonly skip: ((context: ExecutionContext) => boolean | Promise<boolean>) | undefined;
   readonly dryRun: boolean;
   readonly clock: ClockOption;
@@ -52,6 +50,8 @@ export interface BreakerOptions {
   readonly halfOpenAfter: number;
 }
 
+/** The transports the guard limits unless `contextTypes` says otherwise. */
+const CONTEXT_TYPES: readonly RateLimitContextType[] = ['http', 'graphql', 'ws', 'rpc'];
 const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'local'];
 const DEFAULT_BREAKER: BreakerOptions = { failures: 3, halfOpenAfter: 500 };
 const HEADER_STYLES: readonly HeaderStyle[] = ['ietf', 'legacy', 'both', 'none'];
@@ -174,7 +174,7 @@ export function resolveOptions(
     breaker,
     instances,
     headers,
-    keyBy: options.keyBy ?? clientIp,
+    keyBy: options.keyBy,
     skip: options.skip,
     dryRun: options.dryRun === true,
     clock,

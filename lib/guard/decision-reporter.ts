@@ -22,7 +22,10 @@ export class DecisionReporter {
   private readonly metrics: RateLimitMetrics | undefined;
 
   constructor(
-    private readonly options: ResolvedRateLimitOptions,
+    private readonly options: Pick<
+      ResolvedRateLimitOptions,
+      'failureMode' | 'onDecision' | 'metrics' | 'dryRun'
+    >,
     logger: Logger,
   ) {
     this.log = new ThrottledLog(logger);

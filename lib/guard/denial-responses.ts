@@ -1,7 +1,6 @@
 import type { ExecutionContext, Logger } from '@nestjs/common';
 import {
   limitedBody,
-  type RateLimitCustomBody,
   RateLimitExceededException,
   RateLimitUnavailableException,
   withoutStack,
@@ -9,27 +8,7 @@ import {
 import type { RateLimitDecision } from '../interfaces/rate-limit-decision.interface.js';
 import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
 import { ThrottledLog } from '../observability/throttled-log.js';
-
-/** What a `limitedResponse` / `unavailableResponse` function is told of the answer. */
-export interface RateLimitDenial {
-  /** 429 (a policy denied) or 503 (the store failed, failureMode 'closed'). */
-  readonly status: 429 | 503;
-  /** Whole seconds, as sent in Retry-After. */
-  readonly retryAfter: number;
-  /** The message the default body would carry. */
-  readonly message: string;
-  /** The decision, for a 429. */
-  readonly decision?: RateLimitDecision;
-  /** The store's failure, for a 503. */
-  readonly error?: unknown;
-}
-
-/**
- * A message for the default body, or a function of the request and the denial returning
- * the whole body (an object, sent as JSON, or a string).
- */
-export type RateLimitResponseOption =
-  string | ((context: ExecutionContext, denial: RateLimitDenial) => RateLimitCustomBody);
+import type { RateLimitCustomBody } from '../interfaces/rate-limit-response.interface.js';
 
 /**
  * The 429 and 503 the guard throws, shaped by the limitedResponse and unavailableResponse
@@ -39,7 +18,10 @@ export class DenialResponses {
   private readonly log: ThrottledLog;
 
   constructor(
-    private readonly options: ResolvedRateLimitOptions,
+    private readonly options: Pick<
+      ResolvedRateLimitOptions,
+      'limitedResponse' | 'unavailableResponse'
+    >,
     logger: Logger,
   ) {
     this.log = new ThrottledLog(logger);

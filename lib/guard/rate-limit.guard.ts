@@ -21,16 +21,18 @@ import {
   RateLimitUnavailableException,
   retryAfterSeconds,
 } from '../rate-limit.exceptions.js';
-import { onRenderedByModule } from '../rate-limit.filter.js';
+import { clientIp } from './client-ip.js';
+import { onRenderedByModule } from './module-filter.js';
+import type { KeyResolver } from '../interfaces/rate-limit-policy.interface.js';
 import type { RateLimitDecision } from '../interfaces/rate-limit-decision.interface.js';
 import { tightestResult, writeRateLimitHeaders } from './rate-limit-headers.js';
 import { RateLimiter } from '../limiter/rate-limiter.service.js';
 import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
-import type { ResolvedPolicy } from '../config/resolved-policy.js';
 import { type RenderedDenial, RenderedDenials } from './rendered-denials.js';
 import { type RoutePlan, RoutePlanner } from './route-planner.js';
 import { ThrottledLog } from '../observability/throttled-log.js';
 import { responseOf, transportError } from './transports.js';
+import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js';
 
 /**
  * Applies the handler's policies to every request (HTTP, GraphQL, WebSocket, microservice,
@@ -45,6 +47,7 @@ export class RateLimitGuard implements CanActivate {
   private readonly failureLog = new ThrottledLog(this.logger);
   private readonly dryRunLog = new ThrottledLog(this.logger);
   private readonly contextTypes: ReadonlySet<string>;
+  private readonly keyBy: KeyResolver;
   /** Set when the onDecision or metrics option is: without them, reporting costs nothing. */
   private readonly reporter: DecisionReporter | undefined;
   /** Set by RateLimitModule on its global instance, which yields to a guard applied by @UseGuards. */
@@ -75,6 +78,7 @@ export class RateLimitGuard implements CanActivate {
     private readonly adapterHost: HttpAdapterHost,
   ) {
     this.contextTypes = new Set(options.contextTypes);
+    this.keyBy = options.keyBy ?? clientIp;
     this.responses = new DenialResponses(options, this.logger);
     this.reporter =
       options.onDecision || options.metrics
@@ -197,7 +201,7 @@ export class RateLimitGuard implements CanActivate {
 
   /** Who is limited, per policy; override to key by user, API key or tenant. */
   protected clientKeys(context: ExecutionContext, plan: RoutePlan): string[] | Promise<string[]> {
-    const moduleKey = this.options.keyBy(context);
+    const moduleKey = this.keyBy(context);
     // The usual case, a synchronous keyBy shared by all policies, takes no promise at all.
     if (plan.sharesModuleKey && typeof moduleKey === 'string') {
       return plan.policies.length === 1 ? [moduleKey] : plan.policies.map(() => moduleKey);

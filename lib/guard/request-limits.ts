@@ -1,7 +1,8 @@
 import { type ExecutionContext, InternalServerErrorException, type Logger } from '@nestjs/common';
 import type { LimitResolver } from '../interfaces/rate-limit-policy.interface.js';
-import { isPositiveInteger, type ResolvedPolicy, sizePolicy } from '../config/resolved-policy.js';
+import { isPositiveInteger, sizePolicy } from '../config/resolved-policy.js';
 import { ThrottledLog } from '../observability/throttled-log.js';
+import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js';
 
 /**
  * Sized policies kept per template, by limit and burst: plans are few, so a request usually

@@ -13,7 +13,8 @@ import { rateLimitPolicyHeader } from './rate-limit-headers.js';
 import type { RateLimitPolicy } from '../interfaces/rate-limit-policy.interface.js';
 import { RequestLimits } from './request-limits.js';
 import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
-import { type ResolvedPolicy, resolvePolicies } from '../config/resolved-policy.js';
+import { resolvePolicies } from '../config/resolved-policy.js';
+import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js';
 
 /** What the guard knows of one handler, worked out once at start-up. */
 export interface RoutePlan {

@@ -1,14 +1,5 @@
 import type { ArgumentsHost, HttpException } from '@nestjs/common';
 
-/**
- * The kinds of handler the guard limits: HTTP routes, GraphQL resolvers (`@nestjs/graphql`),
- * WebSocket gateway handlers (`@nestjs/websockets`) and microservice message handlers
- * (`@nestjs/microservices`). Other strings name transports a guard subclass adds.
- */
-export type RateLimitContextType = 'http' | 'graphql' | 'ws' | 'rpc' | (string & {});
-
-export const CONTEXT_TYPES: readonly RateLimitContextType[] = ['http', 'graphql', 'ws', 'rpc'];
-
 /** The error code GraphQL, WebSocket and microservice clients receive with a denial. */
 export const RATE_LIMITED = 'RATE_LIMITED';
 /** The error code they receive when the store fails under `failureMode: 'closed'`. */

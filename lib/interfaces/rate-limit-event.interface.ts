@@ -1,5 +1,4 @@
-import type { ExecutionContext } from '@nestjs/common';
-import type { RateLimitHttpException } from '../rate-limit.exceptions.js';
+import type { ExecutionContext, HttpException } from '@nestjs/common';
 import type { PolicyResult } from './rate-limit-decision.interface.js';
 
 /**
@@ -38,7 +37,7 @@ export interface RateLimitDecisionEvent {
   /** Per policy: its result; empty when the store failed. */
   readonly results: readonly PolicyResult[];
   /** Set when the store failed or was late (`failed_open`, `failed_closed`). */
-  readonly error?: RateLimitHttpException;
+  readonly error?: HttpException & { readonly retryAfter: number };
   readonly context: ExecutionContext;
 }
 

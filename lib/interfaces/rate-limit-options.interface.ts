@@ -1,11 +1,17 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import type { RateLimitResponseOption } from '../guard/denial-responses.js';
-import type { RateLimitMetricsOptions } from '../observability/rate-limit-metrics.js';
+import type { RateLimitResponseOption } from './rate-limit-response.interface.js';
+import type { RateLimitMetricsOptions } from './rate-limit-metrics.interface.js';
 import type { RateLimitDecisionHook } from './rate-limit-event.interface.js';
 import type { KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
 import type { RateLimitStore } from './rate-limit-store.interface.js';
-import type { RateLimitContextType } from '../guard/transports.js';
+
+/**
+ * The kinds of handler the guard limits: HTTP routes, GraphQL resolvers (`@nestjs/graphql`),
+ * WebSocket gateway handlers (`@nestjs/websockets`) and microservice message handlers
+ * (`@nestjs/microservices`). Other strings name transports a guard subclass adds.
+ */
+export type RateLimitContextType = 'http' | 'graphql' | 'ws' | 'rpc' | (string & {});
 
 /** What the guard does when the store is unreachable, erroring or silent. */
 export type FailureMode = 'open' | 'closed' | 'local';

@@ -1,4 +1,4 @@
-import type { ResolvedPolicy } from '../config/resolved-policy.js';
+import type { ResolvedPolicy } from './resolved-policy.interface.js';
 
 /** 'consume' charges the request if every policy admits it; 'peek' only tells. */
 export type DecisionMode = 'consume' | 'peek';

@@ -2,7 +2,7 @@ import type {
   PolicyResult,
   RateLimitDecision,
 } from '../interfaces/rate-limit-decision.interface.js';
-import type { ResolvedPolicy } from '../config/resolved-policy.js';
+import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js';
 
 /** One denial the store answered, as this pod remembers it. */
 interface Denial {

@@ -14,7 +14,7 @@ import type {
 } from '../interfaces/rate-limit-decision.interface.js';
 import type { RateLimitPolicy } from '../interfaces/rate-limit-policy.interface.js';
 import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
-import { type ResolvedPolicy, resolvePolicies } from '../config/resolved-policy.js';
+import { resolvePolicies } from '../config/resolved-policy.js';
 import { StoreGate } from '../resilience/store-gate.js';
 import { ThrottledLog } from '../observability/throttled-log.js';
 import type {
@@ -23,6 +23,7 @@ import type {
   RateLimitStore,
   StoreDecision,
 } from '../interfaces/rate-limit-store.interface.js';
+import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js';
 
 /**
  * With a virtual clock, a key's need (in virtual ms) says nothing about real time, in which

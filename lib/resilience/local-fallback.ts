@@ -1,6 +1,7 @@
-import { type ResolvedPolicy, sizePolicy } from '../config/resolved-policy.js';
+import { sizePolicy } from '../config/resolved-policy.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
 import type { DecideRequest, StoreDecision } from '../interfaces/rate-limit-store.interface.js';
+import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js';
 
 /**
  * failureMode 'local': while the store is unavailable, decides in this process with the

@@ -11,6 +11,13 @@ import type {
   StoreDecision,
 } from '../interfaces/rate-limit-store.interface.js';
 import { ThrottledLog } from '../observability/throttled-log.js';
+import { failureKind } from './store-failure-kind.js';
+
+/** What the gate reads of the module options. */
+export type StoreGateOptions = Pick<
+  ResolvedRateLimitOptions,
+  'timeout' | 'maxWait' | 'breaker' | 'failureMode' | 'instances' | 'metrics'
+>;
 
 /**
  * How many times what answers lately took (SilenceMeter.recentLatency) a decision is given
@@ -44,7 +51,7 @@ export class StoreGate {
 
   constructor(
     private readonly store: RateLimitStore,
-    private readonly options: ResolvedRateLimitOptions,
+    private readonly options: StoreGateOptions,
     private readonly logger: Logger,
   ) {
     const { breaker, instances } = options;
@@ -182,7 +189,7 @@ export class StoreGate {
 
   private refused(askedAt: number): CircuitOpenError {
     const error = new CircuitOpenError(`circuit breaker open (last failure: ${this.lastFailure})`);
-    this.options.metrics?.storeFailed(error, askedAt);
+    this.options.metrics?.storeFailed('circuit_open', askedAt);
     return error;
   }
 
@@ -193,7 +200,7 @@ export class StoreGate {
 
   /** A failed call counts against the breaker. */
   private failed(error: unknown, pass: BreakerPass, askedAt: number): void {
-    this.options.metrics?.storeFailed(error, askedAt);
+    this.options.metrics?.storeFailed(failureKind(error), askedAt);
     this.lastFailure = error instanceof Error ? error.message : String(error);
     this.breaker?.failed(pass);
   }

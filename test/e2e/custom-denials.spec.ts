@@ -1,10 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
-import {
-  RateLimit,
-  RateLimitModule,
-  type RateLimitModuleOptions,
-  type RateLimitResponseOption,
-} from '../../lib/index.js';
+import { RateLimit, RateLimitModule, type RateLimitModuleOptions } from '../../lib/index.js';
 import { withRedisDown } from '../support/limiters.js';
 import { useRedisServer } from '../support/redis-fixture.js';
 import { untilWindowHasRoom } from '../support/redis-server.js';
@@ -14,6 +9,7 @@ import {
   RecordingLogger,
   startApp,
 } from '../support/test-app.js';
+import type { RateLimitResponseOption } from '../../lib/interfaces/rate-limit-response.interface.js';
 
 @Controller()
 class DeniedController {

@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { clientIp } from '../../lib/stores/store-keys.js';
+import { clientIp } from '../../lib/guard/client-ip.js';
 
 /** The little of an ExecutionContext that clientIp reads, for one transport. */
 const contextOf = (type: string, request: unknown, graphql?: unknown) =>

@@ -1,11 +1,12 @@
 import { type ExecutionContext, Logger } from '@nestjs/common';
-import { DenialResponses, type RateLimitDenial } from '../../lib/guard/denial-responses.js';
+import { DenialResponses } from '../../lib/guard/denial-responses.js';
 import {
   RateLimitExceededException,
   RateLimitUnavailableException,
 } from '../../lib/rate-limit.exceptions.js';
 import type { RateLimitDecision } from '../../lib/interfaces/rate-limit-decision.interface.js';
 import type { ResolvedRateLimitOptions } from '../../lib/config/resolved-options.js';
+import type { RateLimitDenial } from '../../lib/interfaces/rate-limit-response.interface.js';
 
 const CONTEXT = { getType: () => 'http' } as unknown as ExecutionContext;
 const DECISION: RateLimitDecision = { allowed: false, results: [] };

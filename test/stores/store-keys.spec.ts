@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { clientTag, normalizeIp, policyKey } from '../../lib/stores/store-keys.js';
+import { normalizeIp } from '../../lib/guard/client-ip.js';
+import { clientTag, policyKey } from '../../lib/stores/store-keys.js';
 
 describe('normalizeIp', () => {
   it.each([

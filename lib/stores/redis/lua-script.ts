@@ -1,8 +1,8 @@
 import { BLOCK_KEY_SUFFIX } from '../store-keys.js';
 import type { Algorithm } from '../../interfaces/rate-limit-policy.interface.js';
-import type { ResolvedPolicy } from '../../config/resolved-policy.js';
 import { LUA_SOURCES } from './lua-sources.generated.js';
 import type { DecideRequest, DecisionMode } from '../../interfaces/rate-limit-store.interface.js';
+import type { ResolvedPolicy } from '../../interfaces/resolved-policy.interface.js';
 
 /**
  * 'consume': charging on Redis TIME without a TTL floor, the common case, whose script reads

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import { type Cluster, Command, Redis, type RedisOptions } from 'ioredis';
-import type { ResolvedPolicy } from '../../config/resolved-policy.js';
 import { BLOCK_KEY_SUFFIX } from '../store-keys.js';
 import {
   type Baked,
@@ -21,6 +20,7 @@ import type {
   StoreDecision,
 } from '../../interfaces/rate-limit-store.interface.js';
 import { STALE_DECISION } from '../../interfaces/rate-limit-store.interface.js';
+import type { ResolvedPolicy } from '../../interfaces/resolved-policy.interface.js';
 
 /**
  * For one policy: allowed, remaining, reset, retry, delay. For several: admitted, then those

@@ -1,7 +1,8 @@
 import type { RateLimitPolicy } from '../../../lib/interfaces/rate-limit-policy.interface.js';
-import { type ResolvedPolicy, resolvePolicies } from '../../../lib/config/resolved-policy.js';
+import { resolvePolicies } from '../../../lib/config/resolved-policy.js';
 import { MemoryStore } from '../../../lib/stores/memory/memory.store.js';
 import type { DecisionMode } from '../../../lib/interfaces/rate-limit-store.interface.js';
+import type { ResolvedPolicy } from '../../../lib/interfaces/resolved-policy.interface.js';
 
 const consume = (store: MemoryStore, key: string, now: number | undefined, ttlFloorMs = 0) =>
   store.decide({

@@ -1,7 +1,7 @@
 import type { EventEmitter } from 'node:events';
 import { Cluster, Redis } from 'ioredis';
-import { startRedisCluster, type RedisClusterHandle } from './redis-cluster.js';
-import { startRedisServer, type RedisServer } from './redis-server.js';
+import { startRedisCluster, type RedisClusterHandle } from '../support/redis-cluster.js';
+import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 
 // Unlike events.once(), ignores 'error': reconnect attempts emit ECONNREFUSED while waiting.
 function nextEvent(emitter: EventEmitter, name: string): Promise<void> {

@@ -1,0 +1,39 @@
+import type { ExecutionContext } from '@nestjs/common';
+import type { Algorithm, KeyResolver, LimitResolver } from './rate-limit-policy.interface.js';
+
+export type CostResolver = (context: ExecutionContext) => number | Promise<number>;
+
+/** A policy validated and prepared once, so that deciding a request only reads it. */
+export interface ResolvedPolicy {
+  readonly name: string;
+  readonly algorithm: Algorithm;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly burst: number;
+  /** The largest cost this policy can ever admit; more is refused without asking the store. */
+  readonly maxCost: number;
+  readonly cost: number | CostResolver;
+  readonly keyBy: KeyResolver | undefined;
+  readonly scope: 'route' | 'global';
+  /** Decided apart from the enforced policies, never denying (see RateLimitPolicy.shadow). */
+  readonly shadow: boolean;
+  /** How long a denial keeps the client denied (RateLimitPolicy.blockDuration); 0 for none. */
+  readonly blockMs: number;
+  /** Appended to the client's hash tag to form this policy's key. */
+  readonly keySuffix: string;
+  /** The script arguments: limit, window, burst. */
+  readonly scriptArgs: readonly string[];
+  /**
+   * Set when limit or burst is a function: the policy is a template, whose limit, burst,
+   * maxCost and scriptArgs mean nothing (NaN) until the guard sizes it for a request
+   * (`sizePolicy`, through RequestLimits). Undefined on every policy that can be decided.
+   */
+  readonly perRequest?: PerRequestLimits;
+}
+
+/** What a template's limit and burst are made of: numbers, or functions of the request. */
+export interface PerRequestLimits {
+  readonly limit: number | LimitResolver;
+  /** Undefined for the window algorithms, which ignore burst, and when burst defaults to limit. */
+  readonly burst: number | LimitResolver | undefined;
+}
