@@ -154,7 +154,7 @@ export interface RateLimitModuleOptions {
    */
   unavailableResponse?: RateLimitResponseOption;
   /**
-   * OpenTelemetry metrics (see the README's Metrics section for names, units and
+   * OpenTelemetry metrics (docs/observability.md lists names, units and
    * attributes): decisions of the guard by route, policy and outcome, near-limit admissions,
    * store latency and store failures by kind. `true` uses the global MeterProvider of
    * `@opentelemetry/api` (an optional peer, loaded only then); or pass a `meterProvider`,

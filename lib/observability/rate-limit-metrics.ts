@@ -13,7 +13,7 @@ export interface MeteredRoute {
   readonly policies: readonly Pick<ResolvedPolicy, 'name' | 'shadow'>[];
 }
 
-/** The metrics' names, as listed in the README. */
+/** The metrics' names, as docs/observability.md lists them. */
 export const METRIC_NAMES = {
   decisions: 'rate_limiting.decisions',
   nearLimit: 'rate_limiting.near_limit_decisions',

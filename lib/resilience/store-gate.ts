@@ -24,7 +24,7 @@ export type StoreGateOptions = Pick<
  * before its deadline starts: on a loaded machine latency swings widely, and a script that
  * starts after its wantedUntil must be asked again, which a loaded machine can least afford.
  * Not capped, although a fault then costs a decision this margin past `timeout`: capped at
- * 40 ms, overloaded pods failed open (README, "Chaos, and long runs").
+ * 40 ms, overloaded pods failed open (docs/failure-modes.md).
  */
 const LATENCY_MARGIN = 4;
 

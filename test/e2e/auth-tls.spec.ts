@@ -137,18 +137,18 @@ describe('Redis with a password (requirepass)', () => {
   }, 30_000);
 });
 
-const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-const readmeAcl = /^ACL SETUSER (\S+) (.*)$/m.exec(README);
+const SECURITY_DOC = readFileSync(new URL('../../docs/security.md', import.meta.url), 'utf8');
+const readmeAcl = /^ACL SETUSER (\S+) (.*)$/m.exec(SECURITY_DOC);
 const user = readmeAcl?.[1] ?? '';
 const rules = readmeAcl?.[2].split(' ') ?? [];
 const password = rules.find((rule) => rule.startsWith('>'))?.slice(1) ?? '';
-/** What the README adds to the line for a Redis Cluster. */
-const clusterRules = /On a Redis Cluster, add `([^`]+)`/.exec(README)?.[1].split(' ') ?? [];
+/** What docs/security.md adds to the line for a Redis Cluster. */
+const clusterRules = /On a Redis Cluster, add `([^`]+)`/.exec(SECURITY_DOC)?.[1].split(' ') ?? [];
 
-/** A limiter, and how to close it, on a client that logs in as the README's user. */
+/** A limiter, and how to close it, on a client that logs in as the documented user. */
 interface AclLimiter {
   readonly limiter: RateLimiter;
-  /** Where the harness reads Redis's clock, as the default user (the README's may lack TIME). */
+  /** Where the harness reads Redis's clock, as the default user (the documented one may lack TIME). */
   readonly clock: Redis | RedisServer;
   /** Resolves once its client is ready, or does not within a second. */
   readonly ready: Promise<unknown>;
@@ -207,7 +207,7 @@ async function unneededCommands(
   return unneeded;
 }
 
-describe('an ACL user with only the permissions the README lists', () => {
+describe('an ACL user with only the permissions docs/security.md lists', () => {
   const redis = useRedisServer({ password: PASSWORD });
   const setUser = (ruleList: readonly string[]) =>
     sendRawCommand(
@@ -230,7 +230,7 @@ describe('an ACL user with only the permissions the README lists', () => {
     };
   };
 
-  it('is in the README', () => {
+  it('is in docs/security.md', () => {
     expect(user).not.toBe('');
     expect(rules).toContain('~rl:*');
     expect(password).not.toBe('');
@@ -258,7 +258,7 @@ describe('an ACL user with only the permissions the README lists', () => {
   });
 });
 
-describe('an ACL user on a Redis Cluster with the permissions the README lists', () => {
+describe('an ACL user on a Redis Cluster with the permissions docs/security.md lists', () => {
   let cluster: RedisClusterHandle;
   const setUser = (ruleList: readonly string[]) =>
     Promise.all(
