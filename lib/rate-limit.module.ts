@@ -17,6 +17,7 @@ import { RoutePlanner } from './guard/route-planner.js';
 import {
   awaitReady,
   createRedisClient,
+  describeRedis,
   isRedisClient,
   type RedisClient,
 } from './stores/redis/redis-connection.js';
@@ -63,7 +64,10 @@ const NO_GUARD = { canActivate: () => true };
         client: RedisClient | null,
       ): RateLimitStore => {
         if (options.store) return options.store;
-        if (client) return new RedisStore(client, !isRedisClient(options.redis));
+        if (client) {
+          logger.log(`Deciding on ${describeRedis(client)}`);
+          return new RedisStore(client, !isRedisClient(options.redis));
+        }
         logger.warn(
           'No redis option: using the embedded in-process store, so limits are per process. ' +
             'Behind a load balancer with N instances a client gets N times the limit; configure Redis.',

@@ -4,13 +4,18 @@ import type {
   ClockOption,
   FailureMode,
   HeaderStyle,
+  PolicyDefaults,
   RateLimitModuleOptions,
 } from '../interfaces/rate-limit-options.interface.js';
 import type { RateLimitResponseOption } from '../interfaces/rate-limit-response.interface.js';
 import { createMetrics } from './metrics-option.js';
 import type { RateLimitMetrics } from '../observability/rate-limit-metrics.js';
 import type { RateLimitDecisionHook } from '../interfaces/rate-limit-event.interface.js';
-import type { KeyResolver, RateLimitPolicy } from '../interfaces/rate-limit-policy.interface.js';
+import {
+  ALGORITHMS,
+  type KeyResolver,
+  type RateLimitPolicy,
+} from '../interfaces/rate-limit-policy.interface.js';
 import { resolvePolicies } from './resolved-policy.js';
 import type { RateLimitContextType } from '../interfaces/rate-limit-options.interface.js';
 import type { RateLimitMeterProvider } from '../interfaces/rate-limit-metrics.interface.js';
@@ -21,6 +26,7 @@ export interface ResolvedRateLimitOptions {
   readonly store: RateLimitModuleOptions['store'];
   readonly prefix: string;
   readonly policies: readonly RateLimitPolicy[];
+  readonly defaults: PolicyDefaults;
   readonly failureMode: FailureMode;
   readonly timeout: number;
   readonly maxWait: number;
@@ -85,6 +91,8 @@ export function resolveOptions(
     throw fail('prefix', `must be 1-32 bytes without braces or spaces (got ${shown(prefix)})`);
   }
   if (!Array.isArray(policies)) throw fail('policies', 'must be an array of policies');
+  checkRedis(options.redis, fail);
+  const defaults = resolveDefaults(options.defaults, fail);
   if (!FAILURE_MODES.includes(failureMode)) {
     throw fail('failureMode', `must be 'open', 'closed' or 'local' (got ${shown(failureMode)})`);
   }
@@ -160,7 +168,8 @@ export function resolveOptions(
   // Validated now so a mistake stops the start; routes resolve them again with their own ids.
   resolvePolicies(policies, {
     label: 'RateLimitModule options',
-    defaultScope: 'global',
+    defaultScope: defaults.scope ?? 'global',
+    defaultAlgorithm: defaults.algorithm,
     perRequest: true,
   });
   return {
@@ -168,6 +177,7 @@ export function resolveOptions(
     store,
     prefix,
     policies,
+    defaults,
     failureMode,
     timeout,
     maxWait,
@@ -188,12 +198,46 @@ export function resolveOptions(
   };
 }
 
+type Fail = (field: string, problem: string) => RateLimitConfigError;
+
+/** A URL, options or a client; an empty or blank URL is a missing setting, never localhost. */
+function checkRedis(redis: unknown, fail: Fail): void {
+  if (redis === undefined || (typeof redis === 'object' && redis !== null)) return;
+  if (typeof redis !== 'string') {
+    throw fail('redis', `must be a URL, ioredis options or a client (got ${typeof redis})`);
+  }
+  if (redis.trim() === '') {
+    throw fail(
+      'redis',
+      'is an empty string (is REDIS_URL set but empty?): give a URL such as redis://host:6379, or leave redis out for the embedded store',
+    );
+  }
+}
+
+function resolveDefaults(option: unknown, fail: Fail): PolicyDefaults {
+  if (option === undefined) return {};
+  if (typeof option !== 'object' || option === null) {
+    throw fail('defaults', 'must be { algorithm?, scope? }');
+  }
+  const { algorithm, scope } = option as PolicyDefaults;
+  if (algorithm !== undefined && !ALGORITHMS.includes(algorithm)) {
+    throw fail(
+      'defaults.algorithm',
+      `must be one of ${ALGORITHMS.join(', ')} (got ${JSON.stringify(algorithm)})`,
+    );
+  }
+  if (scope !== undefined && scope !== 'route' && scope !== 'global') {
+    throw fail('defaults.scope', `must be 'route' or 'global' (got ${JSON.stringify(scope)})`);
+  }
+  return { algorithm, scope };
+}
+
 const isPositiveMs = (value: unknown): value is number =>
   typeof value === 'number' && Number.isFinite(value) && value > 0;
 
 function resolveBreaker(
   option: RateLimitModuleOptions['breaker'],
-  fail: (field: string, problem: string) => RateLimitConfigError,
+  fail: Fail,
 ): BreakerOptions | undefined {
   if (option === false) return undefined;
   if (option === undefined) return DEFAULT_BREAKER;

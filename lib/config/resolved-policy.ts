@@ -10,6 +10,8 @@ export interface PolicySource {
   /** Identifies the route in keys of route-scoped policies; absent for the service. */
   readonly routeId?: string;
   readonly defaultScope: 'route' | 'global';
+  /** The module's `defaults.algorithm`; unset: the sliding window counter. */
+  readonly defaultAlgorithm?: Algorithm;
   /**
    * Set when the guard applies the policies, which can call a limit or burst function per
    * request; the service has no request to call it with, and refuses one.
@@ -60,7 +62,7 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
   if (typeof name !== 'string' || !POLICY_NAME.test(name)) {
     fail('name', `must be 1-64 letters, digits, '_', '.' or '-' (got ${JSON.stringify(name)})`);
   }
-  const algorithm = policy.algorithm ?? 'sliding-window-counter';
+  const algorithm = policy.algorithm ?? source.defaultAlgorithm ?? 'sliding-window-counter';
   if (typeof algorithm !== 'string' || !Object.hasOwn(ALGORITHM_CODES, algorithm)) {
     fail(
       'algorithm',

@@ -132,7 +132,8 @@ export class RoutePlanner implements OnModuleInit {
       const source = {
         label: declared ? label : `RateLimitModule options (for ${label})`,
         routeId,
-        defaultScope: declared ? ('route' as const) : ('global' as const),
+        defaultScope: this.options.defaults.scope ?? (declared ? 'route' : 'global'),
+        defaultAlgorithm: this.options.defaults.algorithm,
         perRequest: true,
       };
       const resolved = resolvePolicies(declared ?? this.options.policies, source);

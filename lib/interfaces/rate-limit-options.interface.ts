@@ -3,7 +3,7 @@ import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RateLimitResponseOption } from './rate-limit-response.interface.js';
 import type { RateLimitMetricsOptions } from './rate-limit-metrics.interface.js';
 import type { RateLimitDecisionHook } from './rate-limit-event.interface.js';
-import type { KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
+import type { Algorithm, KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
 import type { RateLimitStore } from './rate-limit-store.interface.js';
 
 /**
@@ -20,13 +20,20 @@ export type HeaderStyle = 'ietf' | 'legacy' | 'both' | 'none';
 /** `'redis'`: Redis `TIME`; `'local'`: `Date.now()`; a function: its epoch milliseconds. */
 export type ClockOption = 'redis' | 'local' | (() => number);
 
+/** The `defaults` option: what policies that leave these fields out get. */
+export interface PolicyDefaults {
+  readonly algorithm?: Algorithm;
+  readonly scope?: 'route' | 'global';
+}
+
 /** Options of `RateLimitModule.forRoot` / `forRootAsync`. */
 export interface RateLimitModuleOptions {
   /**
    * A URL or ioredis options (the module creates, connects and closes that client), or a
    * `Redis` / `Cluster` client you own (never closed by the module). Omitted (and no
    * `store`): the embedded in-process store, with a start-up warning that limits are per
-   * process.
+   * process. An empty string (an unset `REDIS_URL=`) fails the start: it never means
+   * localhost. A URL or options need the `ioredis` package.
    * @default undefined
    */
   redis?: string | RedisOptions | Redis | Cluster;
@@ -41,6 +48,13 @@ export interface RateLimitModuleOptions {
    * @default 'rl'
    */
   prefix?: string;
+  /**
+   * What a policy that names no `algorithm` or `scope` gets, in decorators and module
+   * policies alike (so a migration from `@nestjs/throttler` need not repeat them). Unset:
+   * the sliding window counter, scope `'route'` in decorators and `'global'` in `policies`.
+   * @default {}
+   */
+  defaults?: PolicyDefaults;
   /**
    * Applied to every handler without its own `@RateLimit`; their scope defaults to
    * `'global'`, one budget per client shared by all those handlers.

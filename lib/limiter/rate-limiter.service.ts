@@ -331,9 +331,11 @@ export class RateLimiter implements OnApplicationShutdown {
     const list = Array.isArray(policies) ? policies : [policies];
     const missing = list.filter((policy) => !this.resolved.has(policy));
     if (missing.length > 0) {
-      resolvePolicies(list, { label: 'RateLimiter call', defaultScope: 'global' }).forEach(
-        (resolved, i) => this.resolved.set(list[i], resolved),
-      );
+      resolvePolicies(list, {
+        label: 'RateLimiter call',
+        defaultScope: 'global',
+        defaultAlgorithm: this.options.defaults.algorithm,
+      }).forEach((resolved, i) => this.resolved.set(list[i], resolved));
     }
     return list.map((policy) => this.resolved.get(policy)!);
   }

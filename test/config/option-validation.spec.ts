@@ -103,6 +103,33 @@ const MISTAKES: [unknown, string][] = [
     invalid('store', 'must implement RateLimitStore (decide, reset, close)'),
   ],
   [{ keyBy: 'ip' }, invalid('keyBy', 'must be a function')],
+  [
+    { redis: '' },
+    invalid(
+      'redis',
+      'is an empty string (is REDIS_URL set but empty?): give a URL such as redis://host:6379, or leave redis out for the embedded store',
+    ),
+  ],
+  [
+    { redis: '  ' },
+    invalid(
+      'redis',
+      'is an empty string (is REDIS_URL set but empty?): give a URL such as redis://host:6379, or leave redis out for the embedded store',
+    ),
+  ],
+  [{ redis: 6379 }, invalid('redis', 'must be a URL, ioredis options or a client (got number)')],
+  [{ defaults: 'fixed-window' }, invalid('defaults', 'must be { algorithm?, scope? }')],
+  [
+    { defaults: { algorithm: 'gcra' } },
+    invalid(
+      'defaults.algorithm',
+      'must be one of token-bucket, leaky-bucket, fixed-window, sliding-window-log, sliding-window-counter (got "gcra")',
+    ),
+  ],
+  [
+    { defaults: { scope: 'app' } },
+    invalid('defaults.scope', `must be 'route' or 'global' (got "app")`),
+  ],
   [{ skip: true }, invalid('skip', 'must be a function')],
   [{ onDecision: {} }, invalid('onDecision', 'must be a function')],
   ...[{ contextTypes: 'http' }, { contextTypes: [''] }, { contextTypes: ['http', 7] }].map(
@@ -214,6 +241,7 @@ describe('resolveOptions boundaries', () => {
       guard: false,
       contextTypes: ['http'],
       denyCache: { maxEntries: 3 },
+      defaults: { algorithm: 'token-bucket', scope: 'route' },
       ...functions,
     } as unknown as RateLimitModuleOptions);
     expect(resolved).toEqual({
@@ -232,6 +260,7 @@ describe('resolveOptions boundaries', () => {
       denyCacheEntries: 3,
       guard: false,
       contextTypes: ['http'],
+      defaults: { algorithm: 'token-bucket', scope: 'route' },
       ...functions,
     });
     expect(resolveOptions({ dryRun: 'yes' } as never).dryRun).toBe(false);

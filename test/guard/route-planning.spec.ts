@@ -166,7 +166,10 @@ async function planner(
     controllers,
     providers: [
       RoutePlanner,
-      { provide: RATE_LIMIT_OPTIONS, useValue: { policies: policies as RateLimitPolicy[] } },
+      {
+        provide: RATE_LIMIT_OPTIONS,
+        useValue: { policies: policies as RateLimitPolicy[], defaults: {} },
+      },
       { provide: 'nothing', useFactory: () => null },
       ...(providers as Type[]),
     ],

@@ -1,5 +1,6 @@
-import { Logger } from '@nestjs/common';
-import { type Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { Logger } from '@nestjs/common';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import { RateLimitConfigError } from '../../config/rate-limit-config.error.js';
 
 export type RedisClient = Redis | Cluster;
 
@@ -32,6 +33,7 @@ export async function createRedisClient(
   option: string | RedisOptions,
   logger: Logger,
 ): Promise<Redis> {
+  const { Redis } = await loadIoredis();
   const failFast: RedisOptions = {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -51,6 +53,38 @@ export async function createRedisClient(
   await awaitReady(client, logger);
   return client;
 }
+
+/**
+ * ioredis, loaded only when the module creates a client: it is an optional peer, and an app
+ * on the embedded store (or a client of its own) need not install it.
+ */
+async function loadIoredis(): Promise<{ Redis: typeof Redis }> {
+  try {
+    return await import('ioredis');
+  } catch (error) {
+    throw new RateLimitConfigError(
+      'Invalid RateLimitModule option redis: a URL or options need the ioredis package ' +
+        `(npm install ioredis): ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+}
+
+/**
+ * Where decisions go, for the start-up log: host and port (or socket path), the Sentinel
+ * master's name, or the Cluster's masters. Never a user name or password.
+ */
+export function describeRedis(client: RedisClient): string {
+  if (isCluster(client)) {
+    const masters = client.nodes('master').map(({ options }) => `${options.host}:${options.port}`);
+    return `Redis Cluster${masters.length > 0 ? ` (masters ${masters.join(', ')})` : ''}`;
+  }
+  const { host, port, path, sentinels, name, db } = client.options;
+  const where = sentinels?.length ? `Sentinel master "${name}"` : path ? path : `${host}:${port}`;
+  return `Redis at ${where}${db ? ` db ${db}` : ''}`;
+}
+
+const isCluster = (client: RedisClient): client is Cluster =>
+  (client as Cluster).isCluster === true;
 
 /**
  * Waits up to CONNECT_WAIT_MS for the client to be ready, and warns with the last error it
