@@ -19,9 +19,9 @@ import {
 import {
   RateLimitExceededException,
   RateLimitUnavailableException,
-  retryAfterSeconds,
 } from '../rate-limit.exceptions.js';
 import { clientIp } from './client-ip.js';
+import { denialMessage, retryAfterOf } from './denial-message.js';
 import { onRenderedByModule } from './module-filter.js';
 import type { KeyResolver } from '../interfaces/rate-limit-policy.interface.js';
 import type { RateLimitDecision } from '../interfaces/rate-limit-decision.interface.js';
@@ -296,35 +296,4 @@ export class RateLimitGuard implements CanActivate {
       httpAdapter.setHeader(response, name, value),
     );
   }
-}
-
-/** Whole seconds for a 429's Retry-After: the latest of the denying policies' (see deny). */
-function retryAfterOf(decision: RateLimitDecision): number {
-  let retryAfterMs = 0;
-  for (const result of decision.results) {
-    if (result.allowed || result.shadow) continue;
-    retryAfterMs = Math.max(
-      retryAfterMs,
-      result.retryAfterMs === Infinity ? result.window : result.retryAfterMs,
-    );
-  }
-  return retryAfterSeconds(retryAfterMs);
-}
-
-/** The message of a 429 (see deny). */
-function denialMessage(decision: RateLimitDecision, retryAfter: number): string {
-  const denied: string[] = [];
-  const hopeless: string[] = [];
-  const capacities: number[] = [];
-  for (const result of decision.results) {
-    if (result.allowed || result.shadow) continue;
-    denied.push(`"${result.policy}"`);
-    if (result.retryAfterMs === Infinity) {
-      hopeless.push(`"${result.policy}"`);
-      capacities.push(result.capacity);
-    }
-  }
-  return hopeless.length > 0
-    ? `Rate limit exceeded: this request costs more than ${hopeless.join(', ')} can ever admit (${capacities.join(', ')}); retrying cannot help.`
-    : `Rate limit exceeded (${denied.join(', ')}); retry in ${retryAfter} s.`;
 }
