@@ -83,6 +83,6 @@ export class RenderedDenials {
   }
 }
 
-/** Allowed, shadow and hopeless (a cost no time lifts) as one number: each changes the message. */
+/** Allowed, shadow and beyond capacity (a cost no time lifts) as one number: each changes the message. */
 const shownState = (r: PolicyResult): number =>
   (r.allowed ? 1 : 0) + (r.shadow ? 2 : 0) + (r.retryAfterMs === Infinity ? 4 : 0);

@@ -88,7 +88,7 @@ export class RateLimiter implements OnApplicationShutdown {
     policies: RateLimitPolicy | RateLimitPolicy[],
     cost?: number,
   ): Promise<RateLimitDecision> {
-    return this.decideFor('consume', key, policies, cost);
+    return this.decideByKey('consume', key, policies, cost);
   }
 
   /** Says whether a request of `cost` would pass now; consumes nothing. */
@@ -97,7 +97,7 @@ export class RateLimiter implements OnApplicationShutdown {
     policies: RateLimitPolicy | RateLimitPolicy[],
     cost?: number,
   ): Promise<RateLimitDecision> {
-    return this.decideFor('peek', key, policies, cost);
+    return this.decideByKey('peek', key, policies, cost);
   }
 
   /** Forgets what `key` has used of these policies. */
@@ -133,11 +133,11 @@ export class RateLimiter implements OnApplicationShutdown {
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
   ): Promise<RateLimitDecision> {
-    return this.decideTogether(mode, clientKeys, policies, costs, false);
+    return this.askStore(mode, clientKeys, policies, costs, false);
   }
 
   /** One store call for all `policies`, unless some are shadows not yet set apart. */
-  private decideTogether(
+  private askStore(
     mode: DecisionMode,
     clientKeys: readonly string[],
     policies: readonly ResolvedPolicy[],
@@ -152,13 +152,13 @@ export class RateLimiter implements OnApplicationShutdown {
     // Sized up front: a push into an empty array reserves room for 16.
     const keys = known ? last.keys : new Array<string>(policies.length);
     let tag = '';
-    let impossible = false;
+    let beyondCapacity = false;
     try {
       for (let i = 0; i < policies.length; i++) {
         if (policies[i].shadow && !shadowsApart) {
-          return this.decideWithShadows(mode, clientKeys, policies, costs);
+          return this.askStoreApart(mode, clientKeys, policies, costs);
         }
-        if (isBeyondCapacity(policies[i], costs[i])) impossible = true;
+        if (isBeyondCapacity(policies[i], costs[i])) beyondCapacity = true;
         if (known) continue;
         // Policies keyed alike (the usual case) share one tag: encode it once.
         if (i === 0 || clientKeys[i] !== clientKeys[i - 1]) tag = clientTag(clientKeys[i]);
@@ -167,13 +167,13 @@ export class RateLimiter implements OnApplicationShutdown {
     } catch (error) {
       return Promise.reject(error);
     }
-    // Copies: the caller may change its arrays in place (decideFor refills one per call).
+    // Copies: the caller may change its arrays in place (decideByKey refills one per call).
     if (!known) this.lastKeys = { clientKeys: [...clientKeys], policies: [...policies], keys };
     const now = this.now?.();
     const askedAt = performance.now();
     // Known denials are answered here. A cost beyond capacity skips the cache both ways:
     // its answer must say so, and no time lifts it.
-    const denials = impossible ? undefined : this.denials;
+    const denials = beyondCapacity ? undefined : this.denials;
     let sentAt = 0;
     let generation = 0;
     if (denials) {
@@ -188,14 +188,14 @@ export class RateLimiter implements OnApplicationShutdown {
     // A cost some policy can never admit is denied whatever the budgets hold: nothing is
     // charged, and the store is only asked (at a cost each policy can hold) what they hold.
     const request: LimiterRequest = {
-      mode: impossible ? 'peek' : mode,
+      mode: beyondCapacity ? 'peek' : mode,
       keys,
       policies,
-      costs: impossible ? costs.map((cost, i) => Math.min(cost, policies[i].maxCost)) : costs,
+      costs: beyondCapacity ? costs.map((cost, i) => Math.min(cost, policies[i].maxCost)) : costs,
       now,
       ttlFloorMs: this.ttlFloorMs,
       requestedCosts: costs,
-      impossible,
+      beyondCapacity,
       sentAt,
       generation,
     };
@@ -210,29 +210,29 @@ export class RateLimiter implements OnApplicationShutdown {
     { allowed, verdicts, local }: StoreDecision,
     request: LimiterRequest,
   ): RateLimitDecision => {
-    const { keys, policies, requestedCosts: costs, impossible } = request;
+    const { keys, policies, requestedCosts: costs, beyondCapacity } = request;
     const results = new Array<PolicyResult>(verdicts.length);
     for (let i = 0; i < verdicts.length; i++) {
       const verdict = verdicts[i];
       const policy = policies[i];
       // Field by field, not spread: one object shape for every result.
-      const hopeless = costs[i] > policy.maxCost;
+      const policyBeyondCapacity = costs[i] > policy.maxCost;
       results[i] = {
         policy: policy.name,
-        allowed: verdict.allowed && !hopeless,
+        allowed: verdict.allowed && !policyBeyondCapacity,
         limit: policy.limit,
         window: policy.windowMs,
         capacity: policy.maxCost,
         remaining: verdict.remaining,
         resetMs: verdict.resetMs,
-        retryAfterMs: hopeless ? Infinity : verdict.retryAfterMs,
+        retryAfterMs: policyBeyondCapacity ? Infinity : verdict.retryAfterMs,
         delayMs: verdict.delayMs,
       };
     }
-    const decision: RateLimitDecision = { allowed: allowed && !impossible, results };
+    const decision: RateLimitDecision = { allowed: allowed && !beyondCapacity, results };
     // Only the store's own denials are known to hold: not the local fallback's. A cost
-    // beyond capacity is not kept either (see decideTogether).
-    const denials = impossible ? undefined : this.denials;
+    // beyond capacity is not kept either (see askStore).
+    const denials = beyondCapacity ? undefined : this.denials;
     if (denials && !decision.allowed && !local) {
       const { sentAt, generation } = request;
       denials.remember(denialId(keys), keys, policies, costs, sentAt, generation, decision);
@@ -246,7 +246,7 @@ export class RateLimiter implements OnApplicationShutdown {
    * it is charged as if it were alone, and its denial neither blocks nor keeps any other
    * policy from charging. A store failure on any of the calls fails the decision.
    */
-  private async decideWithShadows(
+  private async askStoreApart(
     mode: DecisionMode,
     clientKeys: readonly string[],
     policies: readonly ResolvedPolicy[],
@@ -256,7 +256,7 @@ export class RateLimiter implements OnApplicationShutdown {
     const shadows: number[] = [];
     policies.forEach((policy, i) => (policy.shadow ? shadows : enforced).push(i));
     const decidePart = (part: number[]) =>
-      this.decideTogether(
+      this.askStore(
         mode,
         part.map((i) => clientKeys[i]),
         part.map((i) => policies[i]),
@@ -287,7 +287,7 @@ export class RateLimiter implements OnApplicationShutdown {
   }
 
   /** Not async: consume and peek are hot paths too. */
-  private decideFor(
+  private decideByKey(
     mode: DecisionMode,
     key: string,
     policies: RateLimitPolicy | RateLimitPolicy[],
@@ -367,7 +367,7 @@ interface LimiterRequest extends DecideRequest {
   /** The costs as asked (`costs` caps them at capacity where that is exceeded). */
   readonly requestedCosts: readonly number[];
   /** Some cost exceeds its policy's capacity: denied whatever the store holds. */
-  readonly impossible: boolean;
+  readonly beyondCapacity: boolean;
   /** For the deny cache: when the request was sent, in its clock, and its generation then. */
   readonly sentAt: number;
   readonly generation: number;
