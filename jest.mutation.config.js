@@ -5,9 +5,10 @@ import base from './jest.config.js';
  * Stryker runs, for a mutant, the tests that covered it, but Jest must still load every test
  * file that imports the mutated file, even when none of its tests is picked; so only suites
  * that import what they test are listed. Left out: the specs that boot RateLimitModule or
- * import lib/index.js (route-planner, guard-transport, deny-cache), which would tie every
- * mutant to a Nest start-up (test/guard/route-planning.spec.ts holds the planner without
- * it), and the algorithms' Redis half, which covers no mutated file the memory half does not.
+ * import lib/index.js (guard/route-planner.app, guard/transports, limiter/deny-cache), which
+ * would tie every mutant to a Nest start-up (test/guard/route-planner.spec.ts holds the planner
+ * without it), and the algorithms' Redis half, which covers no mutated file the memory half
+ * does not.
  */
 export default {
   ...base,
@@ -16,18 +17,16 @@ export default {
       'guard/client-ip',
       'stores/store-keys',
       'resilience/deadline',
-      'resilience/deadline-edges',
       'guard/decision-reporter',
       'guard/denial-responses',
       'stores/memory/memory-algorithms',
       'stores/memory/memory.store',
       'observability/rate-limit-metrics',
-      'config/option-validation',
       'config/resolved-policy',
       'guard/rate-limit-headers',
       'guard/request-limits',
       'config/resolved-options',
-      'guard/route-planning',
+      'guard/route-planner',
       'config/window',
       'stores/algorithms',
     ].map((name) => `<rootDir>/test/${name}.spec.ts`),

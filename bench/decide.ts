@@ -2,7 +2,7 @@
  * What one decision costs on Redis and how many one Node process gets through: for each
  * algorithm with one policy, and for routes of two and three policies, the library's
  * `RateLimiter.consume` against raw ioredis EVALSHA of the very script it sends, against a
- * minimal script of the same semantics (bench/minimal-scripts.ts; for a route, one call per
+ * minimal script of the same semantics (test/support/minimal-scripts.ts; for a route, one call per
  * policy), and against
  * rate-limiter-flexible's RateLimiterRedis.consume and @nest-lab/throttler-storage-redis's
  * increment (both fixed windows). Every variant runs IN_FLIGHT decisions at a time over

@@ -5,7 +5,7 @@
  * while it is frozen (SIGSTOP) for 3 s; then how long after Redis is back the pods decide
  * on it again. Prints a Markdown table, the 200s Redis decided apart from those the failure
  * mode let through (open) or decided in the pod ('local'): a pod stamps each response its
- * Redis store decided in time (bench/pods/decision-timing.ts). Options: --requests,
+ * Redis store decided in time (test/support/pods/decision-timing.ts). Options: --requests,
  * --concurrency.
  */
 import { parseArgs } from 'node:util';

@@ -2,7 +2,7 @@ import { startHotPathApp } from '../support/hot-path-app-process.js';
 import { useRedisServer } from '../support/redis-fixture.js';
 
 /**
- * The hot-path bench's bare guard (bench/hot-path-app.ts) is the floor of a Redis-backed
+ * The hot-path bench's bare guard (test/support/hot-path-app.ts) is the floor of a Redis-backed
  * guard doing the library's job: the README says it answers with the same RateLimit-Policy
  * and RateLimit headers, a 429 with Retry-After and the same body, on a key of the library's
  * shape. Both apps, as the bench runs them (built, in a process of their own), asked the

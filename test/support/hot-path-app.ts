@@ -3,7 +3,7 @@
  * fastify), guarded as HOT_PATH_VARIANT says:
  * - `none`: no limiter at all (the baseline);
  * - `bare`: a hand-written global guard doing the library's job the shortest way: one call
- *   per request of the minimal script of the library's algorithm (bench/minimal-scripts.ts:
+ *   per request of the minimal script of the library's algorithm (test/support/minimal-scripts.ts:
  *   same clock, state, expiry and reply fields) on a key of the same shape, through an
  *   ioredis client with the library's options, the same RateLimit headers, and a 429 with
  *   Retry-After and the same body: the floor any Redis-backed guard of these semantics pays;
