@@ -15,7 +15,7 @@ import type {
 import type { RateLimitPolicy } from '../interfaces/rate-limit-policy.interface.js';
 import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
 import { resolvePolicies } from '../config/resolved-policy.js';
-import { StoreGate } from '../resilience/store-gate.js';
+import { ResilientStore } from '../resilience/resilient-store.js';
 import { ThrottledLog } from '../observability/throttled-log.js';
 import type {
   DecideRequest,
@@ -47,7 +47,7 @@ const noMargin = () => 0;
 export class RateLimiter implements OnApplicationShutdown {
   private readonly now: (() => number) | undefined;
   /** Deadline, circuit breaker and local fallback in front of the store. */
-  private readonly gate: StoreGate;
+  private readonly resilientStore: ResilientStore;
   private readonly ttlFloorMs: number;
   /** Policies passed to the service are resolved once per object, not per call. */
   private readonly resolved = new WeakMap<RateLimitPolicy, ResolvedPolicy>();
@@ -72,7 +72,7 @@ export class RateLimiter implements OnApplicationShutdown {
     this.now = clock === 'redis' ? undefined : clock === 'local' ? Date.now : clock;
     this.ttlFloorMs = typeof clock === 'function' ? VIRTUAL_CLOCK_TTL_FLOOR_MS : 0;
     const logger = new Logger('RateLimit');
-    this.gate = new StoreGate(store, options, logger);
+    this.resilientStore = new ResilientStore(store, options, logger);
     this.shadowLog = new ThrottledLog(logger);
     if (options.denyCacheEntries > 0 && !options.dryRun) {
       this.denials = new DenyCache(
@@ -107,7 +107,7 @@ export class RateLimiter implements OnApplicationShutdown {
       policyKey(this.options.prefix, tag, policy.keySuffix),
     );
     this.denials?.forget(keys);
-    await this.gate.reset(keys);
+    await this.resilientStore.reset(keys);
   }
 
   /**
@@ -199,7 +199,7 @@ export class RateLimiter implements OnApplicationShutdown {
       sentAt,
       generation,
     };
-    return this.gate.decide(request, askedAt, this.finish);
+    return this.resilientStore.decide(request, askedAt, this.finish);
   }
 
   /**
@@ -340,9 +340,9 @@ export class RateLimiter implements OnApplicationShutdown {
     return list.map((policy) => this.resolved.get(policy)!);
   }
 
-  /** Releases what the gate holds (the local fallback's store). */
+  /** Releases what the resilient store holds (the local fallback's store). */
   onApplicationShutdown(): Promise<void> {
-    return this.gate.close();
+    return this.resilientStore.close();
   }
 }
 

@@ -4,7 +4,7 @@ export class DeadlineExceededError extends Error {
 }
 
 /** A check later than this share of the timeout finds the process too busy to judge the store. */
-export const LATE_CHECK = 0.25;
+export const LATE_CHECK_SHARE = 0.25;
 
 /** The span over which the slowest recent answers are remembered, in ms. */
 const LATENCY_SPAN_MS = 1_000;
@@ -23,15 +23,15 @@ interface SendBatch {
   sentAt: number;
 }
 
-/** In ms: `patience` before the first check, then `timeout` of silence, or `maxWait` in all. */
+/** In ms: `wantedFor` before the first check, then `timeout` of silence, or `maxWait` in all. */
 export interface DeadlineLimits {
-  readonly patience: number;
+  readonly wantedFor: number;
   readonly timeout: number;
   readonly maxWait: number;
 }
 
 /**
- * One call waiting on the store under a deadline (see SilenceMeter.wait): what its answer
+ * One call waiting on the store under a deadline (see SilenceDetector.wait): what its answer
  * and its failure become, and the meter's bookkeeping. Whoever waits subclasses it, so that
  * one object holds all a call needs: the hot path allocates little.
  */
@@ -48,11 +48,11 @@ export abstract class WaitingCall<T, R> {
   /** Times in ms; see DeadlineLimits. */
   constructor(
     readonly startedAt: number,
-    patience: number,
+    wantedFor: number,
     readonly timeout: number,
     readonly maxWait: number,
   ) {
-    this.due = startedAt + patience;
+    this.due = startedAt + wantedFor;
   }
 
   /** What the store's answer becomes; may throw or reject, as in `then`. */
@@ -66,11 +66,11 @@ export abstract class WaitingCall<T, R> {
 class HandledCall<T, R> extends WaitingCall<T, R> {
   constructor(
     startedAt: number,
-    { patience, timeout, maxWait }: DeadlineLimits,
+    { wantedFor, timeout, maxWait }: DeadlineLimits,
     private readonly onAnswer: ((answer: T) => R | PromiseLike<R>) | undefined,
     private readonly onFailure: ((error: unknown) => R | PromiseLike<R>) | undefined,
   ) {
-    super(startedAt, patience, timeout, maxWait);
+    super(startedAt, wantedFor, timeout, maxWait);
   }
 
   answered(answer: T): R | PromiseLike<R> {
@@ -102,7 +102,7 @@ function captureSettlers(resolve: (result: never) => void, reject: (error: unkno
  * requests go out and when answers are read, which says nothing of the store. Time is
  * monotonic (`performance.now()`).
  */
-export class SilenceMeter {
+export class SilenceDetector {
   private lastAnswerAt = -Infinity;
   private batch: SendBatch | undefined;
   private readonly span: LatencySpan = { start: 0, count: 0, slowest: 0, second: 0, third: 0 };
@@ -197,7 +197,7 @@ export class SilenceMeter {
 
   /**
    * Settles with `work`, or fails once the store is silent for `timeout` ms (as seen by a
-   * check that ran on time), or once `maxWait` ms have passed; never before `patience` ms
+   * check that ran on time), or once `maxWait` ms have passed; never before `wantedFor` ms
    * (at least `timeout`), the time until which the answer is wanted. While answers keep
    * arriving, or while this process is too late to judge (its own check ran late), the
    * request waits on, so an overloaded pod does not mistake its own lag, or the whole
@@ -247,7 +247,7 @@ export class SilenceMeter {
     const { startedAt, timeout, maxWait } = waiting;
     const waited = now - startedAt;
     const silence = this.silentFor(waiting.batch!);
-    if (waited < maxWait && (silence < timeout || now - waiting.due > timeout * LATE_CHECK)) {
+    if (waited < maxWait && (silence < timeout || now - waiting.due > timeout * LATE_CHECK_SHARE)) {
       // Not silent, or this check ran late: then the machine was too busy to judge the
       // store by its silence, so it gets a full deadline more, within maxWait.
       waiting.due =

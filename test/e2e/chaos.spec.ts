@@ -6,7 +6,7 @@ import { type PodFleet, startPodFleet } from '../support/pods/pod-fleet.js';
 import { type RedisServer, sendRawCommand, startRedisServer } from '../support/redis-server.js';
 import { type LoadSample, percentile, startSteadyLoad } from '../support/steady-load.js';
 import { watchTimerLateness } from '../support/timer-lateness.js';
-import { LATE_CHECK } from '../../lib/resilience/deadline.js';
+import { LATE_CHECK_SHARE } from '../../lib/resilience/deadline.js';
 import { resolveOptions } from '../../lib/config/resolved-options.js';
 
 const PODS = 3;
@@ -51,7 +51,7 @@ interface Fault {
    */
   reconnectedMs: number;
   /**
-   * PATIENCE_FACTOR times how long the store's answers took on the pods before the fault, as
+   * WANTED_FOR_FACTOR times how long the store's answers took on the pods before the fault, as
    * far as the requests tell (see recentLatencyBefore), in ms.
    */
   patienceMarginMs: number;
@@ -243,7 +243,7 @@ async function runChaos(redis: RedisServer, fleet: PodFleet) {
   }
   const all = await load.stop();
   for (const fault of faults)
-    fault.patienceMarginMs = PATIENCE_FACTOR * recentLatencyBefore(all, fault);
+    fault.patienceMarginMs = WANTED_FOR_FACTOR * recentLatencyBefore(all, fault);
   const { kept, unplanned, leftOut } = leaveOutUnplannedSilences(all, faults, monitor.stop());
   if (unplanned.length > 0) {
     console.log(
@@ -392,7 +392,7 @@ function backOnRedis(samples: readonly LoadSample[], fault: Fault): number {
  * p99 latency of the requests that overlapped a fault that lasted, over all of them (one
  * fault holds too few requests for a 99th percentile that is not just its maximum), what
  * the issue allows (the deadline plus 50 ms), and what the processes' own lateness and the
- * pods' patience add to it, in ms (see faultLatencyBound).
+ * pods' wantedFor add to it, in ms (see faultLatencyBound).
  */
 function faultLatency(samples: readonly LoadSample[], faults: readonly Fault[]) {
   const lasting = faults.filter((fault) => fault.end - fault.start >= FAULT_MS);
@@ -405,7 +405,7 @@ function faultLatency(samples: readonly LoadSample[], faults: readonly Fault[]) 
     p99: Math.round(percentile(latencies, 99)),
     flat: TIMEOUT_MS + 50,
     lag: Math.round(Math.max(...lasting.map((fault) => fault.podLagMs + fault.loadLagMs))),
-    lateCheck: podLag > TIMEOUT_MS * LATE_CHECK ? TIMEOUT_MS : 0,
+    lateCheck: podLag > TIMEOUT_MS * LATE_CHECK_SHARE ? TIMEOUT_MS : 0,
     patienceMargin: Math.round(Math.max(...lasting.map((fault) => fault.patienceMarginMs))),
   };
 }
@@ -415,9 +415,9 @@ function faultLatency(samples: readonly LoadSample[], faults: readonly Fault[]) 
  * "deadline plus 50 ms", plus what no design can avoid on a shared machine: the largest
  * event-loop delay of any pod meanwhile and of this process, which sends the requests and
  * times the answers (each reported per fault). Plus what the design adds on a loaded one:
- * - a check that runs more than a quarter of the deadline late (LATE_CHECK) cannot tell a
+ * - a check that runs more than a quarter of the deadline late (LATE_CHECK_SHARE) cannot tell a
  *   silent store from a starved one, and gives it a deadline more;
- * - the patience margin (see PATIENCE_FACTOR).
+ * - the wantedFor margin (see WANTED_FOR_FACTOR).
  * On a quiet machine all of these are a few ms, and the bound is the flat one. It still tells
  * a deadline-bound wait from a 1 s one while the lags stay under a few hundred ms (measured:
  * up to 698 ms at load average 20, when the bound itself passes 1 s).
@@ -446,7 +446,7 @@ function faultLatencyBound({
  * itself, one pod descheduled for 270 ms before a fault waited 1,163 ms on the silent store
  * (p99 1,174 ms, load average 13).
  */
-const PATIENCE_FACTOR = 4;
+const WANTED_FOR_FACTOR = 4;
 function recentLatencyBefore(samples: readonly LoadSample[], fault: Fault): number {
   const perPod = new Map<number, number[]>();
   const heard = (pod: number, at: number, took: number) => {

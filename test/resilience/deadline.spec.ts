@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { DeadlineExceededError, SilenceMeter } from '../../lib/resilience/deadline.js';
+import { DeadlineExceededError, SilenceDetector } from '../../lib/resilience/deadline.js';
 import { watchTimerLateness } from '../support/timer-lateness.js';
 
 /** A store call that never answers. */
@@ -31,16 +31,16 @@ async function timed<T>(
  */
 const EARLY_MS = 2;
 
-describe('SilenceMeter.withDeadline', () => {
-  const limits = { patience: 40, timeout: 40, maxWait: 5_000 };
+describe('SilenceDetector.withDeadline', () => {
+  const limits = { wantedFor: 40, timeout: 40, maxWait: 5_000 };
 
   it("passes the store's answer through", async () => {
-    await expect(new SilenceMeter().withDeadline(Promise.resolve(7), limits)).resolves.toBe(7);
+    await expect(new SilenceDetector().withDeadline(Promise.resolve(7), limits)).resolves.toBe(7);
   });
 
   it("passes the store's error through, not a deadline error", async () => {
     const failure = new Error('connection reset');
-    await expect(new SilenceMeter().withDeadline(Promise.reject(failure), limits)).rejects.toBe(
+    await expect(new SilenceDetector().withDeadline(Promise.reject(failure), limits)).rejects.toBe(
       failure,
     );
   });
@@ -48,7 +48,7 @@ describe('SilenceMeter.withDeadline', () => {
   it('rejects a silent store after the timeout, well before maxWait', async () => {
     const startedAt = performance.now();
     const { error, ms } = await timed(
-      new SilenceMeter().withDeadline(silent(), limits, startedAt),
+      new SilenceDetector().withDeadline(silent(), limits, startedAt),
       startedAt,
     );
     expect(error).toBeInstanceOf(DeadlineExceededError);
@@ -57,11 +57,11 @@ describe('SilenceMeter.withDeadline', () => {
     expect(ms).toBeLessThan(5_000);
   });
 
-  it('never gives up before its patience', async () => {
+  it('never gives up before its wantedFor', async () => {
     // Counted from the deadline's own start: a cold first call may take milliseconds.
     const startedAt = performance.now();
     const { error, ms } = await timed(
-      new SilenceMeter().withDeadline(silent(), { ...limits, patience: 150 }, startedAt),
+      new SilenceDetector().withDeadline(silent(), { ...limits, wantedFor: 150 }, startedAt),
       startedAt,
     );
     expect(error).toBeInstanceOf(DeadlineExceededError);
@@ -69,12 +69,12 @@ describe('SilenceMeter.withDeadline', () => {
   });
 
   it('keeps waiting while the store answers others, up to maxWait and no later', async () => {
-    const meter = new SilenceMeter();
+    const meter = new SilenceDetector();
     const others = setInterval(() => meter.heard(performance.now()), 5);
     const lateness = watchTimerLateness();
     try {
       const { error, ms } = await timed(
-        meter.withDeadline(silent(), { patience: 20, timeout: 150, maxWait: 200 }),
+        meter.withDeadline(silent(), { wantedFor: 20, timeout: 150, maxWait: 200 }),
       );
       expect((error as Error).message).toBe(
         'no answer within maxWait 200 ms (the store answers others, or this process is overloaded)',
@@ -91,9 +91,9 @@ describe('SilenceMeter.withDeadline', () => {
   it('counts maxWait from when the request was asked, not from the call', async () => {
     const askedAt = performance.now() - 150;
     const { error, ms } = await timed(
-      new SilenceMeter().withDeadline(
+      new SilenceDetector().withDeadline(
         silent(),
-        { patience: 10, timeout: 10_000, maxWait: 200 },
+        { wantedFor: 10, timeout: 10_000, maxWait: 200 },
         askedAt,
       ),
       askedAt,
@@ -105,7 +105,7 @@ describe('SilenceMeter.withDeadline', () => {
 
   it('gives a process whose check ran late a full timeout more', async () => {
     const startedAt = performance.now();
-    const pending = new SilenceMeter().withDeadline(silent(), limits);
+    const pending = new SilenceDetector().withDeadline(silent(), limits);
     await nextTurn(); // the request is on the wire
     block(150); // the timer, due at 40 ms, can only run at 150 ms: too late to judge
     const { error, ms } = await timed(pending, startedAt);
@@ -116,18 +116,18 @@ describe('SilenceMeter.withDeadline', () => {
   it('settles once: an answer after the deadline changes nothing', async () => {
     let answer!: (value: number) => void;
     const late = new Promise<number>((resolve) => (answer = resolve));
-    const pending = new SilenceMeter().withDeadline(late, limits);
+    const pending = new SilenceDetector().withDeadline(late, limits);
     await expect(pending).rejects.toBeInstanceOf(DeadlineExceededError);
     answer(1);
     await expect(pending).rejects.toBeInstanceOf(DeadlineExceededError);
   });
 
   it('holds each request of one meter to its own deadline', async () => {
-    const meter = new SilenceMeter();
+    const meter = new SilenceDetector();
     const startedAt = performance.now();
     const [soon, later] = await Promise.all([
       timed(meter.withDeadline(silent(), limits), startedAt),
-      timed(meter.withDeadline(silent(), { ...limits, patience: 150 }), startedAt),
+      timed(meter.withDeadline(silent(), { ...limits, wantedFor: 150 }), startedAt),
     ]);
     expect(soon.error).toBeInstanceOf(DeadlineExceededError);
     expect(soon.ms).toBeGreaterThanOrEqual(40 - EARLY_MS);
@@ -141,12 +141,12 @@ describe('SilenceMeter.withDeadline', () => {
     const before = timers();
     const answers: (() => void)[] = [];
     const pending = Array.from({ length: 50 }, () =>
-      new SilenceMeter().withDeadline(
+      new SilenceDetector().withDeadline(
         new Promise<void>((resolve) => answers.push(resolve)),
         limits,
       ),
     );
-    const meter = new SilenceMeter();
+    const meter = new SilenceDetector();
     const shared = Array.from({ length: 50 }, () =>
       meter.withDeadline(new Promise<void>((resolve) => answers.push(resolve)), limits),
     );
@@ -157,7 +157,7 @@ describe('SilenceMeter.withDeadline', () => {
   });
 
   it('hands the answer or the failure to its handlers, as then would', async () => {
-    const meter = new SilenceMeter();
+    const meter = new SilenceDetector();
     const now = performance.now();
     const triple = (answer: number) => answer * 3;
     await expect(meter.withDeadline(Promise.resolve(2), limits, now, triple)).resolves.toBe(6);
@@ -175,12 +175,12 @@ describe('SilenceMeter.withDeadline', () => {
   });
 
   it("counts another request's answer as a sign of life: silence starts again from it", async () => {
-    const meter = new SilenceMeter();
+    const meter = new SilenceDetector();
     const startedAt = performance.now();
-    const waiting = meter.withDeadline(silent(), { patience: 40, timeout: 40, maxWait: 5_000 });
+    const waiting = meter.withDeadline(silent(), { wantedFor: 40, timeout: 40, maxWait: 5_000 });
     let answer!: (value: string) => void;
     const other = meter.withDeadline(new Promise<string>((resolve) => (answer = resolve)), {
-      patience: 5_000,
+      wantedFor: 5_000,
       timeout: 5_000,
       maxWait: 5_000,
     });
@@ -198,17 +198,17 @@ describe('SilenceMeter.withDeadline', () => {
   });
 });
 
-describe('SilenceMeter.withDeadline: the shared timer', () => {
+describe('SilenceDetector.withDeadline: the shared timer', () => {
   it('moves to a later request due sooner, leaving no other timer behind', async () => {
     const timers = () =>
       process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length;
     const before = timers();
-    const meter = new SilenceMeter();
+    const meter = new SilenceDetector();
     const answers: (() => void)[] = [];
-    const waiting = [1_000, 40].map((patience) =>
+    const waiting = [1_000, 40].map((wantedFor) =>
       meter.withDeadline(new Promise<void>((resolve) => answers.push(resolve)), {
-        patience,
-        timeout: patience,
+        wantedFor,
+        timeout: wantedFor,
         maxWait: 5_000,
       }),
     );
@@ -219,8 +219,8 @@ describe('SilenceMeter.withDeadline: the shared timer', () => {
   });
 });
 
-describe('SilenceMeter.withDeadline, after a deadline has settled a request', () => {
-  const limits = { patience: 20, timeout: 20, maxWait: 5_000 };
+describe('SilenceDetector.withDeadline, after a deadline has settled a request', () => {
+  const limits = { wantedFor: 20, timeout: 20, maxWait: 5_000 };
   /** A store call and the functions that answer or fail it later. */
   const late = () => {
     const call = {} as { promise: Promise<string>; answer: () => void; fail: () => void };
@@ -237,7 +237,7 @@ describe('SilenceMeter.withDeadline, after a deadline has settled a request', ()
   ])('hands %s that comes after it to no handler', async (_, settleLate) => {
     const handled: string[] = [];
     const call = late();
-    const outcome = await new SilenceMeter().withDeadline(
+    const outcome = await new SilenceDetector().withDeadline(
       call.promise,
       limits,
       performance.now(),
@@ -251,10 +251,10 @@ describe('SilenceMeter.withDeadline, after a deadline has settled a request', ()
   });
 
   it('keeps watching the other requests when it answers late', async () => {
-    const meter = new SilenceMeter();
+    const meter = new SilenceDetector();
     const call = late();
     const first = meter.withDeadline(call.promise, limits);
-    const other = meter.withDeadline(silent(), { ...limits, patience: 150, timeout: 150 }).then(
+    const other = meter.withDeadline(silent(), { ...limits, wantedFor: 150, timeout: 150 }).then(
       () => 'answered',
       (error: Error) => error.name,
     );
@@ -270,9 +270,9 @@ describe('SilenceMeter.withDeadline, after a deadline has settled a request', ()
   });
 });
 
-describe('SilenceMeter', () => {
+describe('SilenceDetector', () => {
   it('measures silence from the later of the send and the last answer heard', async () => {
-    const meter = new SilenceMeter();
+    const meter = new SilenceDetector();
     const batch = meter.sending();
     expect(meter.sending()).toBe(batch); // one batch per turn of the event loop
     await nextTurn();
@@ -285,12 +285,12 @@ describe('SilenceMeter', () => {
   });
 
   it('counts a batch not yet on the wire as not silent', () => {
-    const meter = new SilenceMeter();
+    const meter = new SilenceDetector();
     expect(meter.silentFor(meter.sending())).toBeLessThan(0);
   });
 
   it('remembers how long recent answers took, from asking to hearing, but for the two slowest', () => {
-    const meter = new SilenceMeter();
+    const meter = new SilenceDetector();
     expect(meter.recentLatency()).toBe(0);
     meter.heard(performance.now() - 30);
     expect(meter.recentLatency()).toBeGreaterThanOrEqual(30);
@@ -303,7 +303,7 @@ describe('SilenceMeter', () => {
   });
 });
 
-describe('SilenceMeter: the third slowest answer of this span and the previous one, on a stubbed clock', () => {
+describe('SilenceDetector: the third slowest answer of this span and the previous one, on a stubbed clock', () => {
   let now = 0;
   const realNow = performance.now;
   beforeEach(() => {
@@ -345,7 +345,7 @@ describe('SilenceMeter: the third slowest answer of this span and the previous o
     ['up to exactly 2 s after it began', [...slowSpan, [12_000, 1, 30]]],
     ['and not a millisecond more', [...slowSpan, [12_001, 1, 1]]],
   ])('%s', (_, answers) => {
-    const meter = new SilenceMeter();
+    const meter = new SilenceDetector();
     expect(meter.recentLatency()).toBe(0);
     const reported = answers.map(([at, took]) => {
       now = at;
@@ -360,7 +360,7 @@ describe('SilenceMeter: the third slowest answer of this span and the previous o
  * Jest's fake clock runs an immediate queued by a timer a millisecond later, so a check the
  * timer queues at t runs at t + 1 here.
  */
-describe('SilenceMeter.withDeadline on a fake clock', () => {
+describe('SilenceDetector.withDeadline on a fake clock', () => {
   beforeEach(() => {
     jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask'] });
   });
@@ -387,7 +387,7 @@ describe('SilenceMeter.withDeadline on a fake clock', () => {
   it('gives a silent store up at its timeout to the millisecond, not before', async () => {
     const from = performance.now();
     const seen = settlement(
-      new SilenceMeter().withDeadline(silent(), { patience: 40, timeout: 40, maxWait: 1_000 }),
+      new SilenceDetector().withDeadline(silent(), { wantedFor: 40, timeout: 40, maxWait: 1_000 }),
     );
     await until(40, from);
     expect(seen.error).toBeUndefined();
@@ -397,14 +397,14 @@ describe('SilenceMeter.withDeadline on a fake clock', () => {
   });
 
   it('counts silence from the last answer heard, whatever later requests wait for', async () => {
-    const meter = new SilenceMeter();
+    const meter = new SilenceDetector();
     const from = performance.now();
     const seen = settlement(
-      meter.withDeadline(silent(), { patience: 40, timeout: 40, maxWait: 1_000 }),
+      meter.withDeadline(silent(), { wantedFor: 40, timeout: 40, maxWait: 1_000 }),
     );
     // Its check is due long after the first's: the shared timer must follow the earliest.
     void meter
-      .withDeadline(silent(), { patience: 900, timeout: 900, maxWait: 1_000 })
+      .withDeadline(silent(), { wantedFor: 900, timeout: 900, maxWait: 1_000 })
       .catch(() => undefined);
     await until(30, from);
     meter.heard(performance.now());
@@ -415,10 +415,10 @@ describe('SilenceMeter.withDeadline on a fake clock', () => {
   });
 
   it('waits exactly maxWait while others are answered', async () => {
-    const meter = new SilenceMeter();
+    const meter = new SilenceDetector();
     const from = performance.now();
     const seen = settlement(
-      meter.withDeadline(silent(), { patience: 20, timeout: 20, maxWait: 200 }),
+      meter.withDeadline(silent(), { wantedFor: 20, timeout: 20, maxWait: 200 }),
     );
     while (performance.now() - from < 195) {
       await until(performance.now() - from + 5, from);
@@ -436,7 +436,7 @@ describe('SilenceMeter.withDeadline on a fake clock', () => {
     const from = performance.now();
     // Checked at 40 (due at 39, a millisecond late, which is not late enough to excuse it).
     const seen = settlement(
-      new SilenceMeter().withDeadline(silent(), { patience: 39, timeout: 40, maxWait: 1_000 }),
+      new SilenceDetector().withDeadline(silent(), { wantedFor: 39, timeout: 40, maxWait: 1_000 }),
     );
     await until(39, from);
     expect(seen.error).toBeUndefined();
@@ -447,7 +447,7 @@ describe('SilenceMeter.withDeadline on a fake clock', () => {
   it('gives up at a check that finds exactly maxWait ms waited, as past maxWait', async () => {
     const from = performance.now();
     const seen = settlement(
-      new SilenceMeter().withDeadline(silent(), { patience: 99, timeout: 200, maxWait: 100 }),
+      new SilenceDetector().withDeadline(silent(), { wantedFor: 99, timeout: 200, maxWait: 100 }),
     );
     await until(99, from);
     expect(seen.error).toBeUndefined();
@@ -461,7 +461,7 @@ describe('SilenceMeter.withDeadline on a fake clock', () => {
     const from = performance.now();
     // Checked at 5, 1 ms late: exactly a quarter of the timeout, which is not later.
     const seen = settlement(
-      new SilenceMeter().withDeadline(silent(), { patience: 4, timeout: 4, maxWait: 1_000 }),
+      new SilenceDetector().withDeadline(silent(), { wantedFor: 4, timeout: 4, maxWait: 1_000 }),
     );
     await until(4, from);
     expect(seen.error).toBeUndefined();
@@ -474,7 +474,7 @@ describe('SilenceMeter.withDeadline on a fake clock', () => {
     // Every check here runs 1 ms late, later than a quarter of the 2 ms timeout: so the call
     // waits, a full timeout at a time (checks at 2, 5, 8, 11), until maxWait.
     const seen = settlement(
-      new SilenceMeter().withDeadline(silent(), { patience: 1, timeout: 2, maxWait: 10 }),
+      new SilenceDetector().withDeadline(silent(), { wantedFor: 1, timeout: 2, maxWait: 10 }),
     );
     await until(10, from);
     expect(seen.error).toBeUndefined();
@@ -489,7 +489,7 @@ describe('SilenceMeter.withDeadline on a fake clock', () => {
     // Its timeout outlasts its maxWait: the check at 51 finds it not silent, and sets the
     // next for maxWait.
     const seen = settlement(
-      new SilenceMeter().withDeadline(silent(), { patience: 50, timeout: 1_000, maxWait: 100 }),
+      new SilenceDetector().withDeadline(silent(), { wantedFor: 50, timeout: 1_000, maxWait: 100 }),
     );
     await until(100, from);
     expect(seen.error).toBeUndefined();
@@ -500,13 +500,13 @@ describe('SilenceMeter.withDeadline on a fake clock', () => {
   });
 
   it('arms the shared timer once for requests due at the same instant, not once each', () => {
-    const meter = new SilenceMeter();
+    const meter = new SilenceDetector();
     const armed = jest.spyOn(globalThis, 'setTimeout');
     try {
       // The fake clock stands still: all three are due at the same instant.
       for (let i = 0; i < 3; i++) {
         void meter
-          .withDeadline(silent(), { patience: 40, timeout: 40, maxWait: 1_000 })
+          .withDeadline(silent(), { wantedFor: 40, timeout: 40, maxWait: 1_000 })
           .catch(() => undefined);
       }
       expect(armed).toHaveBeenCalledTimes(1);
@@ -516,9 +516,9 @@ describe('SilenceMeter.withDeadline on a fake clock', () => {
   });
 
   it('checks every request due by the time a check runs, not a timer later', async () => {
-    const meter = new SilenceMeter();
+    const meter = new SilenceDetector();
     const from = performance.now();
-    const limits = { patience: 45, timeout: 20, maxWait: 1_000 };
+    const limits = { wantedFor: 45, timeout: 20, maxWait: 1_000 };
     const first = settlement(meter.withDeadline(silent(), limits));
     await until(1, from);
     // Due at 46, when the check of the first (due at 45) runs.
@@ -539,7 +539,7 @@ describe('SilenceMeter.withDeadline on a fake clock', () => {
     });
     const from = performance.now();
     const seen = settlement(
-      new SilenceMeter().withDeadline(work, { patience: 40, timeout: 40, maxWait: 1_000 }),
+      new SilenceDetector().withDeadline(work, { wantedFor: 40, timeout: 40, maxWait: 1_000 }),
     );
     await until(39, from);
     // The timer fires and queues its check behind I/O; the answer comes before it runs.

@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import { LATE_CHECK } from '../../lib/resilience/deadline.js';
+import { LATE_CHECK_SHARE } from '../../lib/resilience/deadline.js';
 import { RateLimiter } from '../../lib/limiter/rate-limiter.service.js';
 import { RateLimitUnavailableException } from '../../lib/rate-limit.exceptions.js';
 import type { RateLimitPolicy } from '../../lib/interfaces/rate-limit-policy.interface.js';
@@ -112,7 +112,7 @@ describe('the limiter when its process is late or its store silent', () => {
     const limiter = await start();
     // The deadline waits a margin of four times how long answers lately took: at most the
     // slowest of these, as this process timed them (the warm-up's is left out, see
-    // SilenceMeter.recentLatency).
+    // SilenceDetector.recentLatency).
     const recent: number[] = [];
     for (let i = 0; i < 3; i++) recent.push((await timed(limiter.consume('recent', POLICY))).ms);
     const margin = 4 * Math.max(...recent);
@@ -128,7 +128,7 @@ describe('the limiter when its process is late or its store silent', () => {
     expect(ok).toBe(false);
     expect(ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 1);
     // Far below the 2 s the store stays silent (and maxWait): the silence was judged.
-    const lateCheck = lateMs > TIMEOUT_MS * LATE_CHECK ? TIMEOUT_MS : 0;
+    const lateCheck = lateMs > TIMEOUT_MS * LATE_CHECK_SHARE ? TIMEOUT_MS : 0;
     expect(ms).toBeLessThan(TIMEOUT_MS + margin + lateMs + lateCheck + MAX_WAIT_MARGIN_MS);
     await expect(limiter.consume('silent', POLICY)).rejects.toBeInstanceOf(
       RateLimitUnavailableException,

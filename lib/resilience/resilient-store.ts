@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { type BreakerPass, CircuitBreaker, CircuitOpenError } from './circuit-breaker.js';
-import { DeadlineExceededError, SilenceMeter, WaitingCall } from './deadline.js';
+import { DeadlineExceededError, SilenceDetector, WaitingCall } from './deadline.js';
 import { LocalFallback } from './local-fallback.js';
 import { RateLimitUnavailableException, retryAfterSeconds } from '../rate-limit.exceptions.js';
 import { StoreClock } from './store-clock.js';
@@ -13,14 +13,14 @@ import type {
 import { ThrottledLog } from '../observability/throttled-log.js';
 import { failureKind } from './store-failure-kind.js';
 
-/** What the gate reads of the module options. */
-export type StoreGateOptions = Pick<
+/** What the resilient store reads of the module options. */
+export type ResilientStoreOptions = Pick<
   ResolvedRateLimitOptions,
   'timeout' | 'maxWait' | 'breaker' | 'failureMode' | 'instances' | 'metrics'
 >;
 
 /**
- * How many times what answers lately took (SilenceMeter.recentLatency) a decision is given
+ * How many times what answers lately took (SilenceDetector.recentLatency) a decision is given
  * before its deadline starts: on a loaded machine latency swings widely, and a script that
  * starts after its wantedUntil must be asked again, which a loaded machine can least afford.
  * Not capped, although a fault then costs a decision this margin past `timeout`: capped at
@@ -40,8 +40,8 @@ type Finish<Q extends DecideRequest, R> = (decision: StoreDecision, request: Q) 
  * local fallback of failureMode 'local'. Store-agnostic: it judges the store only by its
  * answers.
  */
-export class StoreGate {
-  private readonly silence = new SilenceMeter();
+export class ResilientStore {
+  private readonly silence = new SilenceDetector();
   private lastFailure = '';
   private readonly breaker: CircuitBreaker | undefined;
   private readonly local: LocalFallback | undefined;
@@ -51,7 +51,7 @@ export class StoreGate {
 
   constructor(
     private readonly store: RateLimitStore,
-    private readonly options: StoreGateOptions,
+    private readonly options: ResilientStoreOptions,
     private readonly logger: Logger,
   ) {
     const { breaker, instances } = options;
@@ -82,7 +82,7 @@ export class StoreGate {
     const { timeout, maxWait } = this.options;
     await this.silence.withDeadline(
       callStore(this.store, this.store.reset, keys),
-      { patience: timeout, timeout, maxWait },
+      { wantedFor: timeout, timeout, maxWait },
       askedAt,
       () => this.succeeded(askedAt),
       (error: unknown) => {
@@ -97,7 +97,7 @@ export class StoreGate {
   }
 
   /**
-   * One try at a decision. It is wanted until `patience` ms from now: the deadline plus a
+   * One try at a decision. It is wanted until `wantedFor` ms from now: the deadline plus a
    * margin over how long answers have lately taken (long only on a busy process or machine),
    * within maxWait. The deadline never gives up before then, and the store, told so as
    * `wantedUntil`, charges nothing after then. A failure goes to the local fallback, if any.
@@ -111,8 +111,8 @@ export class StoreGate {
     const pass = this.breaker?.pass() ?? 'closed';
     if (pass === 'refused') return this.fail(request, this.refused(askedAt), finish);
     const { timeout } = this.options;
-    const patience = Math.min(maxWait, timeout + LATENCY_MARGIN * this.silence.recentLatency());
-    const wantedUntil = this.clock?.at(askedAt + patience, askedAt);
+    const wantedFor = Math.min(maxWait, timeout + LATENCY_MARGIN * this.silence.recentLatency());
+    const wantedUntil = this.clock?.at(askedAt + wantedFor, askedAt);
     // Written out: a spread that adds a property costs about a microsecond per decision.
     const asked: DecideRequest =
       wantedUntil === undefined
@@ -128,7 +128,7 @@ export class StoreGate {
           };
     return this.silence.wait(
       callStore(this.store, this.store.decide, asked),
-      new Attempt(this, request, askedAt, patience, timeout, maxWait, pass, finish),
+      new Attempt(this, request, askedAt, wantedFor, timeout, maxWait, pass, finish),
     );
   }
 
@@ -140,7 +140,7 @@ export class StoreGate {
     const { request, startedAt, finish } = attempt;
     this.succeeded(startedAt);
     if (!decision.stale) return finish(decision, request);
-    return this.retryStale(request, startedAt, attempt.patience, attempt.maxWait, finish);
+    return this.retryStale(request, startedAt, attempt.wantedFor, attempt.maxWait, finish);
   }
 
   /** What an attempt's failure becomes: the local fallback's decision, or a rejection. */
@@ -173,12 +173,12 @@ export class StoreGate {
   private retryStale<Q extends DecideRequest, R>(
     request: Q,
     askedAt: number,
-    patience: number,
+    wantedFor: number,
     waitLeft: number,
     finish: Finish<Q, R>,
   ): Promise<R> {
     const now = performance.now();
-    if (now < askedAt + patience) this.clock?.forget();
+    if (now < askedAt + wantedFor) this.clock?.forget();
     const left = waitLeft - (now - askedAt);
     if (left > 0) return this.attempt(request, now, left, finish);
     const error = new DeadlineExceededError(
@@ -251,24 +251,24 @@ export class StoreGate {
 /** One try at a decision, waiting on the store: all it needs in one object. */
 class Attempt<Q extends DecideRequest, R> extends WaitingCall<StoreDecision, R> {
   constructor(
-    private readonly gate: StoreGate,
+    private readonly owner: ResilientStore,
     readonly request: Q,
     askedAt: number,
-    readonly patience: number,
+    readonly wantedFor: number,
     timeout: number,
     maxWait: number,
     readonly pass: BreakerPass,
     readonly finish: Finish<Q, R>,
   ) {
-    super(askedAt, patience, timeout, maxWait);
+    super(askedAt, wantedFor, timeout, maxWait);
   }
 
   answered(decision: StoreDecision): R | Promise<R> {
-    return this.gate.answered(this, decision);
+    return this.owner.answered(this, decision);
   }
 
   failed(error: unknown): Promise<R> {
-    return this.gate.failedAttempt(this, error);
+    return this.owner.failedAttempt(this, error);
   }
 }
 
