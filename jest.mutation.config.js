@@ -22,6 +22,8 @@ export default {
       'stores/memory/memory-algorithms',
       'stores/memory/memory.store',
       'observability/rate-limit-metrics',
+      'config/metrics-option',
+      'resilience/store-failure-kind',
       'config/resolved-policy',
       'guard/rate-limit-headers',
       'guard/request-limits',
