@@ -19,7 +19,7 @@ export { RATE_LIMIT_OPTIONS, RATE_LIMIT_REDIS, RATE_LIMIT_STORE } from './rate-l
 // Helpers for apps: headers for a RateLimiter decision, the default key, transport codes.
 export { rateLimitHeaders } from './guard/rate-limit-headers.js';
 export { clientIp } from './guard/client-ip.js';
-export { RATE_LIMITED, RATE_LIMIT_UNAVAILABLE } from './guard/transports.js';
+export { RATE_LIMITED, RATE_LIMIT_UNAVAILABLE } from './guard/transport-errors.js';
 
 // Options, policies and answers.
 export {

@@ -6,7 +6,8 @@ import {
   RateLimitUnavailableException,
 } from './rate-limit.exceptions.js';
 import { registerModuleFilter, rendered } from './guard/module-filter.js';
-import { optionalExport, responseOf, transportError } from './guard/transports.js';
+import { optionalExport, transportError } from './guard/transport-errors.js';
+import { responseOf } from './guard/transports.js';
 
 type TransportException = Error & { getError(): unknown };
 

@@ -31,7 +31,8 @@ import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
 import { type RenderedDenial, RenderedDenials } from './rendered-denials.js';
 import { type RoutePlan, RoutePlanner } from './route-planner.js';
 import { ThrottledLog } from '../observability/throttled-log.js';
-import { responseOf, transportError } from './transports.js';
+import { transportError } from './transport-errors.js';
+import { responseOf } from './transports.js';
 import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js';
 
 /**
