@@ -183,3 +183,73 @@ describe.each(FIXTURES)('compatibility: $title', (fixture) => {
     );
   }
 });
+
+/**
+ * An app with no Redis client installed (ioredis is an optional peer) and its own src (the
+ * shared app needs ioredis' Redis and GraphQL): `RateLimitModule.forRoot({})` limits on the
+ * embedded store.
+ */
+describe('compatibility: Nest 11, CommonJS, Express, no Redis client (embedded store), TypeScript 5.9', () => {
+  let dir: string;
+
+  beforeAll(async () => {
+    tarball ??= packLibrary();
+    dir = await prepareFixture('nest11-cjs-express-embedded', await tarball, {
+      sharedApp: false,
+    });
+  }, INSTALL_TIMEOUT_MS);
+
+  it(
+    'builds with tsc under module commonjs',
+    () =>
+      run(
+        process.execPath,
+        [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+        dir,
+      ),
+    STEP_TIMEOUT_MS,
+  );
+
+  it('has no ioredis to load: require.resolve fails in its folder', async () => {
+    const { stdout } = await run(
+      process.execPath,
+      [
+        '-e',
+        `try { console.log('resolved ' + require.resolve('ioredis')); }
+         catch (error) { console.log(error.code); }`,
+      ],
+      dir,
+    );
+    expect(stdout.trim()).toBe('MODULE_NOT_FOUND');
+  });
+
+  it.each(['import', 'require'])(
+    'starts RateLimitModule.forRoot({}) without ioredis when loaded through %s',
+    async (how) => {
+      const { stdout } = await run(
+        process.execPath,
+        ['--input-type=commonjs', '-e', LOAD_AND_START],
+        dir,
+        childEnv({ HOW: how }),
+      );
+      expect(stdout).toContain(`started through ${how}`);
+    },
+    STEP_TIMEOUT_MS,
+  );
+
+  it(
+    'boots from its build, limits a route to exactly its limit, and warns at start that limits are per process',
+    async () => {
+      const app = await startFixtureApp(dir, {});
+      try {
+        const statuses: number[] = [];
+        for (let i = 0; i <= LIMIT; i++) statuses.push((await fetch(`${app.url}/limited`)).status);
+        expect(statuses).toEqual([200, 200, 200, 429]);
+        expect(app.output()).toContain('limits are per process');
+      } finally {
+        await app.stop();
+      }
+    },
+    STEP_TIMEOUT_MS,
+  );
+});
