@@ -80,6 +80,30 @@ const LOAD_AND_START = `
     console.log('started through ' + process.env.HOW);
   })();`;
 
+/** Loads the package as HOW says and starts a module given a URL; prints what the start threw. */
+const START_WITH_URL = `
+  const { Module } = require('@nestjs/common');
+  const { NestFactory } = require('@nestjs/core');
+  (async () => {
+    const { RateLimitConfigError, RateLimitModule } =
+      process.env.HOW === 'import'
+        ? await import('nestjs-redis-rate-limiter')
+        : require('nestjs-redis-rate-limiter');
+    class AppModule {}
+    Module({ imports: [RateLimitModule.forRoot({ redis: 'redis://127.0.0.1:1' })] })(AppModule);
+    try {
+      const app = await NestFactory.createApplicationContext(AppModule, {
+        logger: false,
+        abortOnError: false,
+      });
+      await app.close();
+      console.log(JSON.stringify({ configError: false, message: 'started' }));
+    } catch (error) {
+      const configError = error instanceof RateLimitConfigError;
+      console.log(JSON.stringify({ configError, message: String(error.message) }));
+    }
+  })();`;
+
 describe.each(FIXTURES)('compatibility: $title', (fixture) => {
   let dir: string;
   const tsc = (tsconfig: string) =>
@@ -233,6 +257,24 @@ describe('compatibility: Nest 11, CommonJS, Express, no Redis client (embedded s
         childEnv({ HOW: how }),
       );
       expect(stdout).toContain(`started through ${how}`);
+    },
+    STEP_TIMEOUT_MS,
+  );
+
+  it.each(['import', 'require'])(
+    'fails the start with a RateLimitConfigError naming ioredis when given a URL, loaded through %s',
+    async (how) => {
+      const { stdout } = await run(
+        process.execPath,
+        ['--input-type=commonjs', '-e', START_WITH_URL],
+        dir,
+        childEnv({ HOW: how }),
+      );
+      const result = JSON.parse(stdout) as { configError: boolean; message: string };
+      expect(result.configError).toBe(true);
+      expect(result.message).toMatch(
+        /option redis: .*need the ioredis package \(npm install ioredis\)/,
+      );
     },
     STEP_TIMEOUT_MS,
   );
