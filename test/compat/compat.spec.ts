@@ -80,6 +80,30 @@ const LOAD_AND_START = `
     console.log('started through ' + process.env.HOW);
   })();`;
 
+/** Loads the package as HOW says and starts a module given a URL; prints what the start threw. */
+const START_WITH_URL = `
+  const { Module } = require('@nestjs/common');
+  const { NestFactory } = require('@nestjs/core');
+  (async () => {
+    const { RateLimitConfigError, RateLimitModule } =
+      process.env.HOW === 'import'
+        ? await import('nestjs-redis-rate-limiter')
+        : require('nestjs-redis-rate-limiter');
+    class AppModule {}
+    Module({ imports: [RateLimitModule.forRoot({ redis: 'redis://127.0.0.1:1' })] })(AppModule);
+    try {
+      const app = await NestFactory.createApplicationContext(AppModule, {
+        logger: false,
+        abortOnError: false,
+      });
+      await app.close();
+      console.log(JSON.stringify({ configError: false, message: 'started' }));
+    } catch (error) {
+      const configError = error instanceof RateLimitConfigError;
+      console.log(JSON.stringify({ configError, message: String(error.message) }));
+    }
+  })();`;
+
 describe.each(FIXTURES)('compatibility: $title', (fixture) => {
   let dir: string;
   const tsc = (tsconfig: string) =>
@@ -182,4 +206,92 @@ describe.each(FIXTURES)('compatibility: $title', (fixture) => {
       STEP_TIMEOUT_MS,
     );
   }
+});
+
+/**
+ * An app with no Redis client installed (ioredis is an optional peer) and its own src (the
+ * shared app needs ioredis' Redis and GraphQL): `RateLimitModule.forRoot({})` limits on the
+ * embedded store.
+ */
+describe('compatibility: Nest 11, CommonJS, Express, no Redis client (embedded store), TypeScript 5.9', () => {
+  let dir: string;
+
+  beforeAll(async () => {
+    tarball ??= packLibrary();
+    dir = await prepareFixture('nest11-cjs-express-embedded', await tarball, {
+      sharedApp: false,
+    });
+  }, INSTALL_TIMEOUT_MS);
+
+  it(
+    'builds with tsc under module commonjs',
+    () =>
+      run(
+        process.execPath,
+        [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+        dir,
+      ),
+    STEP_TIMEOUT_MS,
+  );
+
+  it('has no ioredis to load: require.resolve fails in its folder', async () => {
+    const { stdout } = await run(
+      process.execPath,
+      [
+        '-e',
+        `try { console.log('resolved ' + require.resolve('ioredis')); }
+         catch (error) { console.log(error.code); }`,
+      ],
+      dir,
+    );
+    expect(stdout.trim()).toBe('MODULE_NOT_FOUND');
+  });
+
+  it.each(['import', 'require'])(
+    'starts RateLimitModule.forRoot({}) without ioredis when loaded through %s',
+    async (how) => {
+      const { stdout } = await run(
+        process.execPath,
+        ['--input-type=commonjs', '-e', LOAD_AND_START],
+        dir,
+        childEnv({ HOW: how }),
+      );
+      expect(stdout).toContain(`started through ${how}`);
+    },
+    STEP_TIMEOUT_MS,
+  );
+
+  it.each(['import', 'require'])(
+    'fails the start with a RateLimitConfigError naming ioredis when given a URL, loaded through %s',
+    async (how) => {
+      const { stdout } = await run(
+        process.execPath,
+        ['--input-type=commonjs', '-e', START_WITH_URL],
+        dir,
+        childEnv({ HOW: how }),
+      );
+      const result = JSON.parse(stdout) as { configError: boolean; message: string };
+      expect(result.configError).toBe(true);
+      expect(result.message).toMatch(
+        /option redis: .*need the ioredis package \(npm install ioredis\)/,
+      );
+    },
+    STEP_TIMEOUT_MS,
+  );
+
+  it(
+    'boots from its build, limits a route to exactly its limit, and warns at start that limits are per process',
+    async () => {
+      const app = await startFixtureApp(dir, {});
+      try {
+        const statuses: number[] = [];
+        for (let i = 0; i <= LIMIT; i++) statuses.push((await fetch(`${app.url}/limited`)).status);
+        expect(statuses).toEqual([200, 200, 200, 429]);
+        expect(app.output()).toContain('limits are per process');
+      } finally {
+        await app.stop();
+      }
+    },
+    STEP_TIMEOUT_MS,
+  );
 });

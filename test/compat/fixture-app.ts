@@ -68,13 +68,27 @@ export async function packLibrary(): Promise<string> {
   return join(destination, (JSON.parse(stdout) as { filename: string }[])[0].filename);
 }
 
+export interface PrepareFixtureOptions {
+  /**
+   * Whether the shared app (test/compat/app) goes into its src/ (the default). False: the
+   * fixture's own src/ is the whole app, for one that lacks what the shared app needs (e.g. an
+   * app with no Redis client and no GraphQL).
+   */
+  readonly sharedApp?: boolean;
+}
+
 /**
- * Copies test/compat/<name>, with the shared app in its src/, to its folder outside the
- * repository and installs it as a user would: `npm ci` from its own lockfile (skipped while
- * node_modules already matches that lockfile), then the library from its tarball, so npm
- * checks the package's peer ranges against the app's Nest and ioredis. Returns the folder.
+ * Copies test/compat/<name>, with the shared app in its src/ unless told otherwise, to its
+ * folder outside the repository and installs it as a user would: `npm ci` from its own
+ * lockfile (skipped while node_modules already matches that lockfile), then the library from
+ * its tarball, so npm checks the package's peer ranges against the app's Nest and ioredis.
+ * Returns the folder.
  */
-export async function prepareFixture(name: string, tarball: string): Promise<string> {
+export async function prepareFixture(
+  name: string,
+  tarball: string,
+  { sharedApp = true }: PrepareFixtureOptions = {},
+): Promise<string> {
   const source = join(REPO, 'test', 'compat', name);
   const dir = join(WORK_ROOT, name);
   mkdirSync(dir, { recursive: true });
@@ -85,7 +99,7 @@ export async function prepareFixture(name: string, tarball: string): Promise<str
     recursive: true,
     filter: (path) => !['node_modules', 'dist'].includes(basename(path)),
   });
-  cpSync(SHARED_APP, join(dir, 'src'), { recursive: true });
+  if (sharedApp) cpSync(SHARED_APP, join(dir, 'src'), { recursive: true });
   const lockfile = createHash('sha256')
     .update(readFileSync(join(dir, 'package.json')))
     .update(readFileSync(join(dir, 'package-lock.json')))
@@ -102,6 +116,8 @@ export async function prepareFixture(name: string, tarball: string): Promise<str
 export interface FixtureApp {
   /** Where the app listens, e.g. http://127.0.0.1:41234 */
   readonly url: string;
+  /** Everything it has written to stdout and stderr so far, start-up logs included. */
+  output(): string;
   stop(): Promise<void>;
 }
 
@@ -131,16 +147,15 @@ export function startFixtureApp(dir: string, env: NodeJS.ProcessEnv): Promise<Fi
       fail(`exited during start (${signal ?? code})`);
     child.once('exit', onEarlyExit);
     child.stderr.on('data', (chunk: Buffer) => (output += chunk));
-    const onOutput = (chunk: Buffer) => {
+    let started = false;
+    child.stdout.on('data', (chunk: Buffer) => {
       output += chunk;
       const listening = /listening on (http:\/\/\S+)/.exec(output);
-      if (!listening) return;
+      if (started || !listening) return;
+      started = true;
       clearTimeout(timer);
       child.off('exit', onEarlyExit);
-      child.stdout.off('data', onOutput);
-      child.stdout.resume();
-      resolve({ url: listening[1], stop });
-    };
-    child.stdout.on('data', onOutput);
+      resolve({ url: listening[1], output: () => output, stop });
+    });
   });
 }
