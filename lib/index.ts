@@ -25,13 +25,13 @@ export { RATE_LIMITED, RATE_LIMIT_UNAVAILABLE } from './guard/transport-errors.j
 export {
   ALGORITHMS,
   type Algorithm,
+  type FailureMode,
   type KeyResolver,
   type LimitResolver,
   type RateLimitPolicy,
 } from './interfaces/rate-limit-policy.interface.js';
 export type {
   ClockOption,
-  FailureMode,
   HeaderStyle,
   RateLimitContextType,
   RateLimitModuleOptions,

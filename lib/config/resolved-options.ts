@@ -2,7 +2,6 @@ import type { ExecutionContext } from '@nestjs/common';
 import { RateLimitConfigError } from './rate-limit-config.error.js';
 import type {
   ClockOption,
-  FailureMode,
   HeaderStyle,
   PolicyDefaults,
   RateLimitModuleOptions,
@@ -19,6 +18,7 @@ import {
 import { resolvePolicies } from './resolved-policy.js';
 import type { RateLimitContextType } from '../interfaces/rate-limit-options.interface.js';
 import type { RateLimitMeterProvider } from '../interfaces/rate-limit-metrics.interface.js';
+import type { FailureMode } from '../interfaces/rate-limit-policy.interface.js';
 
 /** Module options with every default filled in and every field checked (`RATE_LIMIT_OPTIONS`). */
 export interface ResolvedRateLimitOptions {
@@ -32,7 +32,7 @@ export interface ResolvedRateLimitOptions {
   readonly maxWait: number;
   /** Undefined when turned off. */
   readonly breaker: BreakerOptions | undefined;
-  /** Set with failureMode 'local' only. */
+  /** Set for failureMode 'local', the module's or a policy's. */
   readonly instances: number | undefined;
   readonly headers: HeaderStyle;
   /** Undefined: the guard keys by client IP (`clientIp`). */
@@ -110,10 +110,10 @@ export function resolveOptions(
       `must be a positive integer with failureMode 'local': each instance decides at limit / instances while the store is unavailable (got ${shown(instances)})`,
     );
   }
-  if (failureMode !== 'local' && instances !== undefined) {
+  if (instances !== undefined && !(Number.isSafeInteger(instances) && instances > 0)) {
     throw fail(
       'instances',
-      `applies to failureMode 'local' only (failureMode is '${failureMode}')`,
+      `must be a positive integer: each instance decides at limit / instances while the store is unavailable (got ${shown(instances)})`,
     );
   }
   if (!HEADER_STYLES.includes(headers)) {
@@ -170,6 +170,7 @@ export function resolveOptions(
     label: 'RateLimitModule options',
     defaultScope: defaults.scope ?? 'global',
     defaultAlgorithm: defaults.algorithm,
+    localShare: instances !== undefined,
     perRequest: true,
   });
   return {

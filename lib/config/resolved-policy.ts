@@ -1,5 +1,9 @@
 import { RateLimitConfigError } from './rate-limit-config.error.js';
-import type { Algorithm, RateLimitPolicy } from '../interfaces/rate-limit-policy.interface.js';
+import type {
+  Algorithm,
+  FailureMode,
+  RateLimitPolicy,
+} from '../interfaces/rate-limit-policy.interface.js';
 import { parseWindow } from './window.js';
 import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js';
 
@@ -10,6 +14,8 @@ export interface PolicySource {
   /** Identifies the route in keys of route-scoped policies; absent for the service. */
   readonly routeId?: string;
   readonly defaultScope: 'route' | 'global';
+  /** Whether the module option `instances` is set: a policy's failureMode 'local' needs it. */
+  readonly localShare?: boolean;
   /** The module's `defaults.algorithm`; unset: the sliding window counter. */
   readonly defaultAlgorithm?: Algorithm;
   /**
@@ -31,6 +37,7 @@ const ALGORITHM_CODES: Record<Algorithm, string> = {
   'sliding-window-log': 'swl',
   'sliding-window-counter': 'swc2',
 };
+const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'local'];
 const BUCKETS: ReadonlySet<Algorithm> = new Set(['token-bucket', 'leaky-bucket']);
 /** Names appear in keys and inside quoted structured-field strings of the headers. */
 const POLICY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -128,6 +135,16 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
       `must be a positive number of ms or a duration like '250ms', '10s', '1m', '1h', '1d' (got ${JSON.stringify(policy.blockDuration)})`,
     );
   }
+  const { failureMode } = policy;
+  if (failureMode !== undefined && !FAILURE_MODES.includes(failureMode)) {
+    fail('failureMode', `must be 'open', 'closed' or 'local' (got ${JSON.stringify(failureMode)})`);
+  }
+  if (failureMode === 'local' && !source.localShare) {
+    fail(
+      'failureMode',
+      "'local' needs the module option instances: how many instances share the limits while the store is unavailable",
+    );
+  }
   const routePart = scope === 'route' && source.routeId ? `:${source.routeId}` : '';
   const template: ResolvedPolicy = {
     name,
@@ -141,6 +158,7 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
     scope,
     shadow: policy.shadow === true,
     blockMs: blockMs!,
+    failureMode,
     keySuffix: `:${name}:${ALGORITHM_CODES[algorithm]}${routePart}`,
     scriptArgs: [],
     perRequest: { limit: policy.limit, burst },
@@ -171,6 +189,7 @@ export function sizePolicy(
     scope: policy.scope,
     shadow: policy.shadow,
     blockMs: policy.blockMs,
+    failureMode: policy.failureMode,
     keySuffix: policy.keySuffix,
     scriptArgs: [String(limit), String(policy.windowMs), String(capacity)],
     perRequest: undefined,

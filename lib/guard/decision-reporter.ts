@@ -17,19 +17,14 @@ import { ThrottledLog } from '../observability/throttled-log.js';
  */
 export class DecisionReporter {
   private readonly log: ThrottledLog;
-  private readonly failed: RateLimitOutcome;
   private readonly hook: RateLimitDecisionHook | undefined;
   private readonly metrics: RateLimitMetrics | undefined;
 
   constructor(
-    private readonly options: Pick<
-      ResolvedRateLimitOptions,
-      'failureMode' | 'onDecision' | 'metrics' | 'dryRun'
-    >,
+    private readonly options: Pick<ResolvedRateLimitOptions, 'onDecision' | 'metrics' | 'dryRun'>,
     logger: Logger,
   ) {
     this.log = new ThrottledLog(logger);
-    this.failed = options.failureMode === 'open' ? 'failed_open' : 'failed_closed';
     this.hook = options.onDecision;
     this.metrics = options.metrics;
   }
@@ -42,7 +37,11 @@ export class DecisionReporter {
     decision: RateLimitDecision | undefined,
     error?: RateLimitHttpException,
   ): void {
-    const outcome = decision ? this.outcomeOf(decision) : this.failed;
+    const outcome = decision
+      ? this.outcomeOf(decision)
+      : plan.failureMode === 'open'
+        ? 'failed_open'
+        : 'failed_closed';
     this.metrics?.decided(plan, outcome, decision);
     if (this.hook) this.callHook(this.hook, context, plan, keys, outcome, decision, error);
   }

@@ -23,7 +23,7 @@ import {
 import { clientIp } from './client-ip.js';
 import { denialMessage, retryAfterOf } from './denial-message.js';
 import { onRenderedByModule } from './module-filter.js';
-import type { KeyResolver } from '../interfaces/rate-limit-policy.interface.js';
+import type { FailureMode, KeyResolver } from '../interfaces/rate-limit-policy.interface.js';
 import type { RateLimitDecision } from '../interfaces/rate-limit-decision.interface.js';
 import { tightestResult, writeRateLimitHeaders } from './rate-limit-headers.js';
 import { RateLimiter } from '../limiter/rate-limiter.service.js';
@@ -122,7 +122,7 @@ export class RateLimitGuard implements CanActivate {
     } catch (error) {
       if (!(error instanceof RateLimitUnavailableException)) throw error;
       this.reporter?.report(context, plan, clientKeys, undefined, error);
-      return this.onStoreFailure(context, error);
+      return this.onStoreFailure(context, error, plan.failureMode);
     }
     this.reporter?.report(context, plan, clientKeys, decision);
     if (!decision.allowed && !this.options.dryRun) return this.refuse(context, decision, plan);
@@ -224,14 +224,19 @@ export class RateLimitGuard implements CanActivate {
     );
   }
 
-  /** Store down or late: admit and warn (open) or answer 503 (closed). */
+  /**
+   * Store down or late: admit and warn (open) or answer 503 (closed). `failureMode` is the
+   * route's: the strictest of its policies' (the local fallback decides 'local' routes
+   * before this is reached).
+   */
   protected onStoreFailure(
     context: ExecutionContext,
     error: RateLimitUnavailableException,
+    failureMode: FailureMode = this.options.failureMode,
   ): boolean {
-    const open = this.options.failureMode === 'open';
+    const open = failureMode === 'open';
     this.failureLog.warn(
-      `${error.message}; ${open ? 'admitting requests' : 'answering 503'} (failureMode '${this.options.failureMode}')`,
+      `${error.message}; ${open ? 'admitting requests' : 'answering 503'} (failureMode '${failureMode}')`,
     );
     if (open) return true;
     this.setRetryAfter(context, error.retryAfter);

@@ -10,9 +10,10 @@ import {
 } from '../rate-limit.constants.js';
 import { RateLimitConfigError } from '../config/rate-limit-config.error.js';
 import { rateLimitPolicyHeader } from './rate-limit-headers.js';
-import type { RateLimitPolicy } from '../interfaces/rate-limit-policy.interface.js';
+import type { FailureMode, RateLimitPolicy } from '../interfaces/rate-limit-policy.interface.js';
 import { RequestLimits } from './request-limits.js';
 import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
+import { strictestFailureMode } from '../config/failure-mode.js';
 import { resolvePolicies } from '../config/resolved-policy.js';
 import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js';
 
@@ -42,6 +43,8 @@ export interface RoutePlan {
    * twice.
    */
   readonly guardedExplicitly: boolean;
+  /** What a store failure means here: the strictest of the policies' failure modes. */
+  readonly failureMode: FailureMode;
 }
 
 /** A handler function or the class that holds it, as Nest hands them over. */
@@ -58,6 +61,7 @@ const UNLIMITED: RoutePlan = {
   sharesModuleKey: true,
   policyHeader: '',
   guardedExplicitly: false,
+  failureMode: 'open',
 };
 
 /**
@@ -134,6 +138,7 @@ export class RoutePlanner implements OnModuleInit {
         routeId,
         defaultScope: this.options.defaults.scope ?? (declared ? 'route' : 'global'),
         defaultAlgorithm: this.options.defaults.algorithm,
+        localShare: this.options.instances !== undefined,
         perRequest: true,
       };
       const resolved = resolvePolicies(declared ?? this.options.policies, source);
@@ -164,6 +169,7 @@ export class RoutePlanner implements OnModuleInit {
             )
           : undefined,
         guardedExplicitly: [handler, owner].some((target) => this.hasOwnRateLimitGuard(target)),
+        failureMode: strictestFailureMode(policies, this.options.failureMode),
       };
     }
     const byHandler = this.plans.get(owner) ?? new Map<RouteTarget, RoutePlan>();

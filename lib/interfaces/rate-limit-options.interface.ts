@@ -3,7 +3,12 @@ import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RateLimitResponseOption } from './rate-limit-response.interface.js';
 import type { RateLimitMetricsOptions } from './rate-limit-metrics.interface.js';
 import type { RateLimitDecisionHook } from './rate-limit-event.interface.js';
-import type { Algorithm, KeyResolver, RateLimitPolicy } from './rate-limit-policy.interface.js';
+import type {
+  Algorithm,
+  FailureMode,
+  KeyResolver,
+  RateLimitPolicy,
+} from './rate-limit-policy.interface.js';
 import type { RateLimitStore } from './rate-limit-store.interface.js';
 
 /**
@@ -13,8 +18,6 @@ import type { RateLimitStore } from './rate-limit-store.interface.js';
  */
 export type RateLimitContextType = 'http' | 'graphql' | 'ws' | 'rpc' | (string & {});
 
-/** What the guard does when the store is unreachable, erroring or silent. */
-export type FailureMode = 'open' | 'closed' | 'local';
 /** Which rate-limit response headers the guard sets. */
 export type HeaderStyle = 'ietf' | 'legacy' | 'both' | 'none';
 /** `'redis'`: Redis `TIME`; `'local'`: `Date.now()`; a function: its epoch milliseconds. */
@@ -64,7 +67,8 @@ export interface RateLimitModuleOptions {
   /**
    * When the store is unreachable, erroring or silent: `'open'` admits (and warns at most
    * every 5 s), `'closed'` answers 503 with `Retry-After`, `'local'` (an extension) decides in
-   * this process at `1 / instances` of each limit until the store answers again.
+   * this process at `1 / instances` of each limit until the store answers again. A policy's
+   * own `failureMode` overrides it on the routes that use the policy.
    * @default 'open'
    */
   failureMode?: FailureMode;
@@ -90,9 +94,10 @@ export interface RateLimitModuleOptions {
    */
   breaker?: false | { failures?: number; halfOpenAfter?: number };
   /**
-   * With `failureMode: 'local'`: how many instances share the limits. Each decides locally
-   * at `floor(limit / instances)` (at least 1) of every policy, and of its burst, while the
-   * store is unavailable. Required by, and only allowed with, `'local'`. An extension.
+   * With `failureMode: 'local'` (the module's or a policy's): how many instances share the
+   * limits. Each decides locally at `floor(limit / instances)` (at least 1) of every policy,
+   * and of its burst, while the store is unavailable. Required by the module's `'local'`
+   * and by any policy's. An extension.
    * @default undefined
    */
   instances?: number;

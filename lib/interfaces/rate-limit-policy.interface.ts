@@ -10,6 +10,13 @@ export const ALGORITHMS = [
 ] as const;
 export type Algorithm = (typeof ALGORITHMS)[number];
 
+/**
+ * What happens to a request when the store is unreachable, erroring or late: `'open'`
+ * admits it, `'closed'` answers 503 with `Retry-After`, `'local'` decides it in this process
+ * at `1 / instances` of each limit.
+ */
+export type FailureMode = 'open' | 'closed' | 'local';
+
 /** Says who is being limited: requests that map to the same string share a budget. */
 export type KeyResolver = (context: ExecutionContext) => string | Promise<string>;
 
@@ -77,4 +84,12 @@ export interface RateLimitPolicy {
    * @default none
    */
   blockDuration?: number | string;
+  /**
+   * This policy's failure mode, overriding the module's for the routes that use it; on a
+   * route with several policies the strictest applies (`closed` over `local` over `open`),
+   * e.g. a login route closed while reads stay open. `'local'` needs the module option
+   * `instances`.
+   * @default the module's failureMode
+   */
+  failureMode?: FailureMode;
 }

@@ -1,5 +1,10 @@
 import type { ExecutionContext } from '@nestjs/common';
-import type { Algorithm, KeyResolver, LimitResolver } from './rate-limit-policy.interface.js';
+import type {
+  Algorithm,
+  FailureMode,
+  KeyResolver,
+  LimitResolver,
+} from './rate-limit-policy.interface.js';
 
 export type CostResolver = (context: ExecutionContext) => number | Promise<number>;
 
@@ -19,6 +24,8 @@ export interface ResolvedPolicy {
   readonly shadow: boolean;
   /** How long a denial keeps the client denied (RateLimitPolicy.blockDuration); 0 for none. */
   readonly blockMs: number;
+  /** Its own failure mode (RateLimitPolicy.failureMode); undefined: the module's. */
+  readonly failureMode: FailureMode | undefined;
   /** Appended to the client's hash tag to form this policy's key. */
   readonly keySuffix: string;
   /** The script arguments: limit, window, burst. */

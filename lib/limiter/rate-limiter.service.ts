@@ -12,7 +12,8 @@ import type {
   PolicyResult,
   RateLimitDecision,
 } from '../interfaces/rate-limit-decision.interface.js';
-import type { RateLimitPolicy } from '../interfaces/rate-limit-policy.interface.js';
+import type { FailureMode, RateLimitPolicy } from '../interfaces/rate-limit-policy.interface.js';
+import { strictestFailureMode } from '../config/failure-mode.js';
 import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
 import { resolvePolicies } from '../config/resolved-policy.js';
 import { ResilientStore } from '../resilience/resilient-store.js';
@@ -195,6 +196,7 @@ export class RateLimiter implements OnApplicationShutdown {
       now,
       ttlFloorMs: this.ttlFloorMs,
       requestedCosts: costs,
+      failureMode: strictestFailureMode(policies, this.options.failureMode),
       beyondCapacity,
       sentAt,
       generation,
@@ -334,6 +336,7 @@ export class RateLimiter implements OnApplicationShutdown {
       resolvePolicies(list, {
         label: 'RateLimiter call',
         defaultScope: 'global',
+        localShare: this.options.instances !== undefined,
         defaultAlgorithm: this.options.defaults.algorithm,
       }).forEach((resolved, i) => this.resolved.set(list[i], resolved));
     }
@@ -366,6 +369,8 @@ function isBeyondCapacity(policy: ResolvedPolicy, cost: number): boolean {
 interface LimiterRequest extends DecideRequest {
   /** The costs as asked (`costs` caps them at capacity where that is exceeded). */
   readonly requestedCosts: readonly number[];
+  /** What a store failure means for this decision: the strictest of the policies'. */
+  readonly failureMode: FailureMode;
   /** Some cost exceeds its policy's capacity: denied whatever the store holds. */
   readonly beyondCapacity: boolean;
   /** For the deny cache: when the request was sent, in its clock, and its generation then. */

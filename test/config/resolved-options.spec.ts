@@ -34,7 +34,7 @@ describe('resolveOptions', () => {
     [{ breaker: { halfOpenAfter: -1 } }, 'breaker.halfOpenAfter'],
     [{ failureMode: 'local' }, 'instances'],
     [{ failureMode: 'local', instances: 2.5 }, 'instances'],
-    [{ failureMode: 'open', instances: 3 }, 'instances'],
+    [{ failureMode: 'open', instances: 0 }, 'instances'],
     [{ headers: 'x-only' }, 'headers'],
     [{ clock: 'ntp' }, 'clock'],
     [{ keyBy: 'ip' }, 'keyBy'],
@@ -142,8 +142,19 @@ const MISTAKES: [unknown, string][] = [
     ),
   ],
   [
-    { failureMode: 'closed', instances: 2 },
-    invalid('instances', "applies to failureMode 'local' only (failureMode is 'closed')"),
+    { failureMode: 'closed', instances: 1.5 },
+    invalid(
+      'instances',
+      'must be a positive integer: each instance decides at limit / instances while the store is unavailable (got 1.5)',
+    ),
+  ],
+  [
+    { policies: [{ limit: 5, window: '1s', failureMode: 'local' }] },
+    'RateLimitConfigError: Invalid rate limit policy "default" on RateLimitModule options: failureMode \'local\' needs the module option instances: how many instances share the limits while the store is unavailable',
+  ],
+  [
+    { policies: [{ limit: 5, window: '1s', failureMode: 'shut' }] },
+    `RateLimitConfigError: Invalid rate limit policy "default" on RateLimitModule options: failureMode must be 'open', 'closed' or 'local' (got "shut")`,
   ],
   [
     { headers: 'x-only' },

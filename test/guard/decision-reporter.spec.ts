@@ -8,15 +8,17 @@ import type {
 } from '../../lib/interfaces/rate-limit-decision.interface.js';
 import type { RateLimitDecisionEvent } from '../../lib/interfaces/rate-limit-event.interface.js';
 import type { ResolvedRateLimitOptions } from '../../lib/config/resolved-options.js';
+import type { FailureMode } from '../../lib/interfaces/rate-limit-policy.interface.js';
 import type { RoutePlan } from '../../lib/guard/route-planner.js';
 
 const CONTEXT = { getType: () => 'http' } as unknown as ExecutionContext;
 const KEYS = ['client:a', 'client:s'];
 
 /** A route with an enforced policy and a shadow one: what the reporter reads of a plan. */
-const planOf = () =>
+const planOf = (failureMode: FailureMode = 'open') =>
   ({
     route: 'ReportsController.list',
+    failureMode,
     policies: [
       { name: 'enforced', shadow: false },
       { name: 'trial', shadow: true },
@@ -45,12 +47,11 @@ function recordingLogger(): { logger: Logger; warnings: string[] } {
 
 /** The options the reporter reads, as resolved. */
 const optionsOf = ({
-  failureMode = 'open',
   dryRun = false,
   onDecision,
   metrics,
-}: Partial<Pick<ResolvedRateLimitOptions, 'failureMode' | 'dryRun' | 'onDecision' | 'metrics'>>) =>
-  ({ failureMode, dryRun, onDecision, metrics }) as ResolvedRateLimitOptions;
+}: Partial<Pick<ResolvedRateLimitOptions, 'dryRun' | 'onDecision' | 'metrics'>>) =>
+  ({ dryRun, onDecision, metrics }) as ResolvedRateLimitOptions;
 
 /** A reporter over the given options, and what its hook and metrics were told. */
 function reporterFor(options: Parameters<typeof optionsOf>[0] = {}, hook = true) {
@@ -131,11 +132,11 @@ describe('DecisionReporter', () => {
     ['open', 'failed_open'],
     ['closed', 'failed_closed'],
   ] as const)(
-    'reports a store failure under failureMode %s as %s, with the error',
+    'reports a store failure on a route whose failureMode is %s as %s, with the error',
     (failureMode, outcome) => {
-      const { reporter, events, measured } = reporterFor({ failureMode });
+      const { reporter, events, measured } = reporterFor({});
       const error = new RateLimitUnavailableException('store down', 1);
-      reporter.report(CONTEXT, planOf(), KEYS, undefined, error);
+      reporter.report(CONTEXT, planOf(failureMode), KEYS, undefined, error);
       expect(measured).toEqual([outcome]);
       expect(events[0]).toMatchObject({ outcome, outcomes: [outcome, outcome], results: [] });
       expect(events[0].error).toBe(error);

@@ -224,6 +224,7 @@ describe('RoutePlanner plans', () => {
       sharesModuleKey: true,
       policyHeader: '',
       guardedExplicitly: false,
+      failureMode: 'open',
     });
   });
 
