@@ -145,11 +145,13 @@ export class DenyCache {
     const wholeMs = !this.appClock || Number.isInteger(sentAt);
     for (let i = 0; i < decision.results.length; i++) {
       const result = decision.results[i];
+      // A denial no time lifts: only a cost beyond capacity gives it, which is not kept.
+      if (result.retryAfterMs === Infinity) return;
       if (!result.allowed && policies[i].blockMs > 0) blocks = true;
       const ms = wholeMs ? horizon(result, policies[i], costs[i]) : 0;
       if (ms < shortest) shortest = ms;
     }
-    // A denial no time lifts comes only from a cost beyond capacity, which is not kept.
+    // No policy denied (none to count down): nothing this cache can answer.
     if (shortest === Infinity) return;
     const validUntil = sentAt + shortest - (shortest > 0 ? this.margin(shortest) : 0);
     // Nothing to answer later (an app clock's same instant aside).
@@ -207,7 +209,8 @@ export class DenyCache {
  * Nothing is charged meanwhile, so every algorithm's budget only grows back; on that:
  *
  * - A denying policy keeps denying until retryAfterMs, and its resetMs and retryAfterMs
- *   (the times to full and to enough, a block's end included) fall by the time elapsed.
+ *   (the times to full and to enough, a block's end included) fall by the time elapsed;
+ *   but for a consume once a block ends (see Denial.blocks).
  *   `remaining` is whole and only grows, and stays below `cost` while denying; so when it
  *   is `cost - 1` already, it stays so to the end. A fixed window's holds anyway: its count
  *   changes only with the window, which is when its denial ends (without a block).

@@ -20,7 +20,12 @@ import { useRedisServer } from '../support/redis-fixture.js';
  * budget), costs 1 to 3, peeks and resets; they jump to the retry times the denials
  * announced, and a millisecond before them, where an inexact count-down shows.
  */
-const shared: RateLimitPolicy = { name: 'shared', algorithm: 'token-bucket', limit: 4, window: 400 };
+const shared: RateLimitPolicy = {
+  name: 'shared',
+  algorithm: 'token-bucket',
+  limit: 4,
+  window: 400,
+};
 
 function routesOf(next: () => number): RateLimitPolicy[][] {
   const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)];
