@@ -37,7 +37,7 @@ const VIRTUAL_CLOCK_TTL_FLOOR_MS = 60_000;
  * monotonic one: end it 1 ms early (the scripts read TIME in whole ms) and 0.1% early
  * (NTP slews a clock by at most 0.05%), so it never outlasts Redis's own.
  */
-const redisClockMargin = (retryAfterMs: number) => 1 + retryAfterMs / 1_000;
+const redisClockMargin = (ms: number) => 1 + ms / 1_000;
 const noMargin = () => 0;
 
 /**
@@ -79,6 +79,7 @@ export class RateLimiter implements OnApplicationShutdown {
       this.denials = new DenyCache(
         options.denyCacheEntries,
         clock === 'redis' ? redisClockMargin : noMargin,
+        clock !== 'redis',
       );
     }
   }
@@ -182,7 +183,7 @@ export class RateLimiter implements OnApplicationShutdown {
       // While nothing is denied (the usual case) no id is made, nor hashed.
       const known = denials.empty
         ? undefined
-        : denials.lookup(denialId(keys), policies, costs, sentAt);
+        : denials.lookup(denialId(keys), policies, costs, mode, sentAt);
       if (known) return Promise.resolve(known);
       generation = denials.current;
     }
@@ -235,9 +236,15 @@ export class RateLimiter implements OnApplicationShutdown {
     // Only the store's own denials are known to hold: not the local fallback's. A cost
     // beyond capacity is not kept either (see askStore).
     const denials = beyondCapacity ? undefined : this.denials;
-    if (denials && !decision.allowed && !local) {
-      const { sentAt, generation } = request;
-      denials.remember(denialId(keys), keys, policies, costs, sentAt, generation, decision);
+    if (denials && !local) {
+      const { mode, sentAt, generation } = request;
+      // A consume changes what the entries on its keys describe: by its charge, or by the
+      // block a denial starts.
+      if (mode === 'consume' && !denials.empty) denials.charged(keys);
+      if (!decision.allowed) {
+        const id = denialId(keys);
+        denials.remember(id, keys, policies, costs, mode, sentAt, generation, decision);
+      }
     }
     return decision;
   };

@@ -120,10 +120,11 @@ describe('two pods with deny caches on one Redis, against a reference without', 
         }
       }
       // The trace is deterministic: it denies often, probes many boundaries, and the cache
-      // answers many denials (fewer than half: a pod knows only its own, per cost).
+      // answers some denials (few: only the same request again, on budgets its own pod has
+      // not charged since; the other pod's requests are asked of Redis).
       expect(denied).toBeGreaterThan(steps / 4);
       expect(boundaries).toBeGreaterThan(20);
-      expect(cached).toBeGreaterThan(steps / 25);
+      expect(cached).toBeGreaterThan(2);
     },
   );
 
