@@ -1,13 +1,23 @@
 /**
  * The app measured by hot-path.ts, on the adapter HOT_PATH_ADAPTER names (express or
- * fastify), guarded as HOT_PATH_VARIANT says:
+ * fastify), both routes limited with the algorithm HOT_PATH_ALGORITHM names (default
+ * fixed-window: the only one rate-limiter-flexible's RateLimiterRedis has, so the `flexible`
+ * variant is compared like with like; the bare guard follows it too), guarded as
+ * HOT_PATH_VARIANT says:
  * - `none`: no limiter at all (the baseline);
  * - `bare`: a hand-written global guard doing the library's job the shortest way: one call
  *   per request of the minimal script of the library's algorithm (test/support/minimal-scripts.ts:
  *   same clock, state, expiry and reply fields) on a key of the same shape, through an
  *   ioredis client with the library's options, the same RateLimit headers, and a 429 with
  *   Retry-After and the same body: the floor any Redis-backed guard of these semantics pays;
+ * - `flexible`: a global guard as bare, calling rate-limiter-flexible's
+ *   `RateLimiterRedis.consume(key)` (one limiter per route, on an ioredis client with the
+ *   bare guard's options), a plain 429 when it rejects with a RateLimiterRes, no headers, no
+ *   deadline: the peer the library is measured against (a fixed window counting from a key's
+ *   first request, whatever HOT_PATH_ALGORITHM says);
  * - `redis`: RateLimitModule on the Redis at REDIS_URL;
+ * - `quiet`: as `redis`, with `headers: 'none'`: what the headers cost, and the library as
+ *   bare as `flexible`;
  * - `memory`: RateLimitModule on the embedded store;
  * - `metrics`: as `redis`, with the `metrics` option on, read by OpenTelemetry's Prometheus
  *   exporter (never scraped: what recording costs each request).
@@ -31,19 +41,31 @@ import {
 } from '@nestjs/common';
 import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { Redis } from 'ioredis';
-import { RateLimit, RateLimitModule } from '../../lib/index.js';
+import { Redis, type RedisOptions } from 'ioredis';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { type Algorithm, RateLimit, RateLimitModule } from '../../lib/index.js';
 import { MINIMAL_SCRIPTS } from './minimal-scripts.js';
 
-type Variant = 'none' | 'bare' | 'redis' | 'memory' | 'metrics';
+type Variant = 'none' | 'bare' | 'flexible' | 'redis' | 'quiet' | 'memory' | 'metrics';
 const variant = (process.env.HOT_PATH_VARIANT ?? 'none') as Variant;
 const adapter = process.env.HOT_PATH_ADAPTER === 'fastify' ? 'fastify' : 'express';
 
 const HOT_LIMIT = 1;
 const ROOMY_LIMIT = 1_000_000_000;
-/** The library's default algorithm, on both routes, for every variant that limits. */
-const ALGORITHM = 'sliding-window-counter';
+/** On both routes, for the library's variants and the bare guard. */
+const ALGORITHM = (process.env.HOT_PATH_ALGORITHM ?? 'fixed-window') as Algorithm;
+if (ALGORITHM !== 'fixed-window' && ALGORITHM !== 'sliding-window-counter') {
+  throw new Error(`HOT_PATH_ALGORITHM: fixed-window or sliding-window-counter, not ${ALGORITHM}`);
+}
+/** In the library's keys (lib/config/resolved-policy.ts), which the bare guard's copy. */
+const ALGORITHM_CODE = ALGORITHM === 'fixed-window' ? 'fw2' : 'swc2';
 const WINDOW_MS = 3_600_000;
+/** The library's ioredis options, for the bare and flexible guards' clients. */
+const CLIENT_OPTIONS: RedisOptions = {
+  enableAutoPipelining: true,
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 0,
+};
 
 @Controller()
 class PingController {
@@ -67,11 +89,7 @@ const clientOf = (context: ExecutionContext): string =>
 
 @Injectable()
 class BareScriptGuard implements CanActivate {
-  private readonly redis = new Redis(process.env.REDIS_URL!, {
-    enableAutoPipelining: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-  });
+  private readonly redis = new Redis(process.env.REDIS_URL!, CLIENT_OPTIONS);
   constructor() {
     this.redis.defineCommand('bareLimit', { lua: MINIMAL_SCRIPTS[ALGORITHM], numberOfKeys: 1 });
   }
@@ -79,11 +97,20 @@ class BareScriptGuard implements CanActivate {
     const hot = context.getHandler() === PingController.prototype.hot;
     const limit = hot ? HOT_LIMIT : ROOMY_LIMIT;
     const route = hot ? 'PingController.hot' : 'PingController.ping';
-    const [allowed, remaining, resetMs, retryMs] = await (
+    const reply = await (
       this.redis as unknown as {
-        bareLimit(...args: (string | number)[]): Promise<(number | string)[]>;
+        bareLimit(...args: (string | number)[]): Promise<(number | string)[] | number>;
       }
-    ).bareLimit(`rl:{${clientOf(context)}}:default:swc2:${route}`, limit, WINDOW_MS, limit, 1);
+    ).bareLimit(
+      `rl:{${clientOf(context)}}:default:${ALGORITHM_CODE}:${route}`,
+      limit,
+      WINDOW_MS,
+      limit,
+      1,
+    );
+    // A fixed window's first charge answers with its reset alone (minimal-scripts.ts).
+    const [allowed, remaining, resetMs, retryMs] =
+      typeof reply === 'number' ? [1, limit - 1, reply, 0] : reply;
     const response = context.switchToHttp().getResponse<{
       header?(name: string, value: string): void;
       setHeader?(name: string, value: string): void;
@@ -107,6 +134,36 @@ class BareScriptGuard implements CanActivate {
   }
 }
 
+@Injectable()
+class FlexibleGuard implements CanActivate {
+  private readonly redis = new Redis(process.env.REDIS_URL!, CLIENT_OPTIONS);
+  private readonly limiters = {
+    hot: new RateLimiterRedis({
+      storeClient: this.redis,
+      points: HOT_LIMIT,
+      duration: WINDOW_MS / 1000,
+      keyPrefix: 'rlf:hot',
+    }),
+    ping: new RateLimiterRedis({
+      storeClient: this.redis,
+      points: ROOMY_LIMIT,
+      duration: WINDOW_MS / 1000,
+      keyPrefix: 'rlf:ping',
+    }),
+  };
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const hot = context.getHandler() === PingController.prototype.hot;
+    try {
+      await (hot ? this.limiters.hot : this.limiters.ping).consume(clientOf(context));
+      return true;
+    } catch (rejection) {
+      // Anything else (Redis failing) is an error: a 500, which the bench counts as one.
+      if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      throw new HttpException('Too Many Requests', HttpStatus.TOO_MANY_REQUESTS);
+    }
+  }
+}
+
 const meterProvider =
   variant === 'metrics'
     ? await (async () => {
@@ -117,12 +174,19 @@ const meterProvider =
         });
       })()
     : undefined;
-const limited = (redis: string | undefined) =>
-  RateLimitModule.forRoot({ redis, keyBy: clientOf, metrics: meterProvider && { meterProvider } });
+const limited = (redis: string | undefined, headers?: 'none') =>
+  RateLimitModule.forRoot({
+    redis,
+    keyBy: clientOf,
+    headers,
+    metrics: meterProvider && { meterProvider },
+  });
 const setups: Record<Variant, ModuleMetadata> = {
   none: { imports: [], providers: [] },
   bare: { imports: [], providers: [{ provide: APP_GUARD, useClass: BareScriptGuard }] },
+  flexible: { imports: [], providers: [{ provide: APP_GUARD, useClass: FlexibleGuard }] },
   redis: { imports: [limited(process.env.REDIS_URL)], providers: [] },
+  quiet: { imports: [limited(process.env.REDIS_URL, 'none')], providers: [] },
   memory: { imports: [limited(undefined)], providers: [] },
   metrics: { imports: [limited(process.env.REDIS_URL)], providers: [] },
 };
