@@ -313,7 +313,7 @@ describe('Redis store', () => {
           (error: Error) => error,
         );
       expect(failure?.message).toMatch(/WRONGTYPE/);
-      expect(failure?.stack).toMatch(/redis-store\.spec\.ts/);
+      expect(failure?.stack).toMatch(/redis\.store\.spec\.ts/);
     });
   });
 
