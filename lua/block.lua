@@ -19,7 +19,7 @@ local function with_block(step, block_key, block)
     if allowed or not starts_blocks then
       return allowed, remaining, reset, retry, delay, read_a, read_b
     end
-    write_state(block_key, num(now + block), block)
+    redis.call('SET', block_key, num(now + block), 'PX', ttl(block))
     return false, 0, math.max(reset, block), math.max(retry, block), 0
   end
 end

@@ -1,6 +1,6 @@
 -- What every algorithm shares; composed after the prelude.
 -- Expects  ttl_floor (the prelude's)
--- Defines  num, ttl, read_state, write_state
+-- Defines  num, ttl, read_state
 -- Every script is compiled once but runs top to bottom on each call, so each function
 -- defined here costs an allocation per decision: helpers stay few, and small ones are
 -- written out where they are used.
@@ -14,10 +14,10 @@ local function num(x)
   return string.format('%.17g', x)
 end
 
--- A key lives exactly as long as its state can still change a decision (`ms` from now), and
--- at least ttl_floor (for virtual clocks, whose milliseconds may pass more slowly than
--- Redis's real ones). Formatted here: a number argument reaches Redis through '%.17g',
--- which costs more.
+-- The expiry of a key written now, for SET ... PX and PEXPIRE: a key lives exactly as long
+-- as its state can still change a decision (`ms` from now), and at least ttl_floor (for
+-- virtual clocks, whose milliseconds may pass more slowly than Redis's real ones).
+-- Formatted here: a number argument reaches Redis through '%.17g', which costs more.
 local function ttl(ms)
   return string.format('%d', math.max(math.ceil(ms), ttl_floor, 1))
 end
@@ -30,9 +30,4 @@ local function read_state(key)
     local a, b, c = string.match(state, '^([^:]*):?([^:]*):?([^:]*)$')
     return tonumber(a), tonumber(b), tonumber(c)
   end
-end
-
--- The state, with its expiry, in one SET.
-local function write_state(key, state, ms)
-  redis.call('SET', key, state, 'PX', ttl(ms))
 end

@@ -19,6 +19,6 @@ local function fixed_window(key, now, limit, window, _, cost, charge, count)
     return true, limit - count, count > 0 and to_end or 0, 0, 0, count
   end
   count = count + cost
-  write_state(key, string.format('%d:%d', index, count), to_end)
+  redis.call('SET', key, string.format('%d:%d', index, count), 'PX', ttl(to_end))
   return true, limit - count, to_end, 0, 0
 end

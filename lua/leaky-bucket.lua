@@ -20,6 +20,6 @@ local function leaky_bucket(key, now, limit, window, burst, cost, charge, start)
   local next_free = start + cost * interval
   local backlog = next_free - now
   -- A number argument reaches Redis as '%.17g': exact.
-  write_state(key, next_free, backlog)
+  redis.call('SET', key, next_free, 'PX', ttl(backlog))
   return true, burst - backlog / interval, backlog, 0, wait
 end

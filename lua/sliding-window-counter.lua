@@ -32,7 +32,8 @@ local function sliding_window_counter(key, now, limit, window, _, cost, charge, 
       return true, limit - estimate, reset, 0, 0, current, previous
     end
     current = current + cost
-    write_state(key, string.format('%d:%d:%d', index, current, previous), to_end + window)
+    redis.call('SET', key, string.format('%d:%d:%d', index, current, previous), 'PX',
+      ttl(to_end + window))
     return true, limit - (previous * weight + current), to_end + window, 0, 0
   end
   -- Earliest t with the estimate at now + t low enough: first within this window, as the

@@ -27,6 +27,7 @@ local function token_bucket(key, now, limit, window, burst, cost, charge, level,
   end
   level = level - need
   local reset = (capacity - level) / limit
-  write_state(key, string.format('%.17g:%.17g', level, ts), reset + (ts - now))
+  redis.call('SET', key, string.format('%.17g:%.17g', level, ts), 'PX',
+    ttl(reset + (ts - now)))
   return true, level / window, reset, 0, 0
 end

@@ -53,7 +53,8 @@ interface DecideScript {
  * for the route's algorithms (see composeDecideScript): EVAL the first time, and again on
  * NOSCRIPT, as ioredis' defineCommand does. Not defineCommand itself: an auto-pipeline copies
  * the defined commands when it is created, so a combination first used while one was
- * collecting commands was missing from it.
+ * collecting commands was missing from it. The calls go out through scriptCall
+ * (ioredis-commands.ts), the one place that knows ioredis internals.
  *
  * On Redis Cluster one script may only touch one slot. Keys of one client share a hash
  * tag, so that is the rule; only policies with their own `keyBy` can put one request's
