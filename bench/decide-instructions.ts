@@ -5,7 +5,7 @@
  * `processCommand` (a command's lookup, checks and execution, as INFO commandstats times
  * it, without network and parsing). For each algorithm, and for the routes of bench:decide,
  * the script the library sends for `consume` on Redis TIME is counted against the minimal
- * scripts (bench/minimal-scripts.ts; a route's, one call per policy), and for the fixed
+ * scripts (test/support/minimal-scripts.ts; a route's, one call per policy), and for the fixed
  * window against rate-limiter-flexible and @nest-lab/throttler-storage-redis, on fresh keys
  * (every decision writes a new key, as in bench:decide) and on the same keys again (state
  * present).
