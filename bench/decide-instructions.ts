@@ -99,17 +99,8 @@ try {
       { label, defaultScope: 'global' },
     );
     const keysOf = (i: number) => policies.map((policy) => `rl:{client-${i}}${policy.keySuffix}`);
-    // As the library sends it for these policies at their own costs (1): values and costs
-    // written into the script.
-    const library = await client.script(
-      'LOAD',
-      composeDecideScript(
-        policies,
-        'consume',
-        'all',
-        policies.map(() => 1),
-      ),
-    );
+    // As the library sends it for these policies' consume on Redis TIME.
+    const library = await client.script('LOAD', composeDecideScript(policies, 'consume'));
     const request = (i: number) => ({
       mode: 'consume' as const,
       keys: keysOf(i),
@@ -123,7 +114,7 @@ try {
       client.evalsha(
         library as string,
         keyCount(policies),
-        ...scriptArguments(request(i), 'consume', 'consume', 'all'),
+        ...scriptArguments(request(i), 'consume', 'consume'),
       );
     const minimal = await Promise.all(
       algorithms.map((algorithm) => client.script('LOAD', MINIMAL_SCRIPTS[algorithm])),
