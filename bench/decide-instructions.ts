@@ -99,8 +99,17 @@ try {
       { label, defaultScope: 'global' },
     );
     const keysOf = (i: number) => policies.map((policy) => `rl:{client-${i}}${policy.keySuffix}`);
-    // As the library sends it for these policies' consume on Redis TIME.
-    const library = await client.script('LOAD', composeDecideScript(policies, 'consume'));
+    // As the library sends it for these policies at their own costs (1): values and costs
+    // written into the script.
+    const library = await client.script(
+      'LOAD',
+      composeDecideScript(
+        policies,
+        'consume',
+        'all',
+        policies.map(() => 1),
+      ),
+    );
     const request = (i: number) => ({
       mode: 'consume' as const,
       keys: keysOf(i),
@@ -114,7 +123,7 @@ try {
       client.evalsha(
         library as string,
         keyCount(policies),
-        ...scriptArguments(request(i), 'consume', 'consume'),
+        ...scriptArguments(request(i), 'consume', 'consume', 'all'),
       );
     const minimal = await Promise.all(
       algorithms.map((algorithm) => client.script('LOAD', MINIMAL_SCRIPTS[algorithm])),

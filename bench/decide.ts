@@ -171,7 +171,13 @@ function variantsFor(label: string, policies: RateLimitPolicy[]): Record<string,
     ...(baseline && { 'library (baseline)': (clientKey) => baseline.consume(clientKey, policies) }),
     'raw EVALSHA, library script': scriptCall(
       `bench:${label}`,
-      composeDecideScript(resolved, 'consume'),
+      // Costs of 1, the policies' own: the script holds them, as it does their values.
+      composeDecideScript(
+        resolved,
+        'consume',
+        'all',
+        resolved.map(() => 1),
+      ),
       (clientKey) => {
         const request = {
           mode: 'consume' as const,
@@ -183,7 +189,7 @@ function variantsFor(label: string, policies: RateLimitPolicy[]): Record<string,
           // As the library's calls carry one: never reached here.
           wantedUntil: Date.now() + 3_600_000,
         };
-        return [resolved.length, ...scriptArguments(request, 'consume', 'consume')];
+        return [resolved.length, ...scriptArguments(request, 'consume', 'consume', 'all')];
       },
     ),
   };

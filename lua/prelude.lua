@@ -8,7 +8,8 @@
 -- ARGV     mode ('consume' | 'peek' | 'check'), now (epoch ms; '' reads Redis TIME), ttl
 --          floor (ms), wanted until (epoch ms in Redis time; '' for no limit), then per
 --          policy: limit, window (ms), burst (buckets only), cost, block (ms; only with a
---          block duration)
+--          block duration). A route's own values (all but the costs, or all) may instead be
+--          written into its script as literals, and are then not sent.
 -- Defines  consume, starts_blocks, ttl_floor, now
 -- Reply    admitted (1 | 0), then per policy: allowed (1 | 0), remaining, reset, retry,
 --          delay; or an empty array when the caller's wait ended before the script ran:

@@ -71,12 +71,13 @@ describe('Redis Sentinel failover under load', () => {
   });
 
   it('resumes on the promoted replica, reloads the script there, and no error reaches a client', async () => {
+    // The route's script holds its values and cost (1) as literals.
     const [policy] = resolvePolicies([{ algorithm: 'fixed-window', limit: LIMIT, window: '1h' }], {
       label: 'sentinel',
       defaultScope: 'global',
     });
     const sha = createHash('sha1')
-      .update(composeDecideScript([policy], 'consume'))
+      .update(composeDecideScript([policy], 'consume', 'all', [1]))
       .digest('hex');
     // Scripts are not replicated: the replica must be given the script after the failover.
     expect(await scriptExists(sentinel.replica.port, sha)).toBe(false);

@@ -3,7 +3,9 @@ import type { Cluster, Redis } from 'ioredis';
 import type { ResolvedPolicy } from '../../config/resolved-policy.js';
 import { BLOCK_KEY_SUFFIX } from '../store-keys.js';
 import {
+  type Baked,
   composeDecideScript,
+  costsAreStatic,
   keyCount,
   scriptArguments,
   scriptIdOf,
@@ -26,10 +28,20 @@ import { STALE_DECISION } from '../../interfaces/rate-limit-store.interface.js';
  */
 type ScriptReply = (number | string)[];
 
-/** A script composed for one route's algorithms, with its SHA1 for EVALSHA. */
+/**
+ * How many scripts may hold their route's values as literals (see Baked): one per route and
+ * variant, and per distinct limit a per-request limit gives, as long as they are few; past
+ * this many, further ones take their values as arguments, so that neither Redis's script
+ * cache nor this store's grows without bound with limits that vary per call.
+ */
+const BAKED_SCRIPTS_KEPT = 64;
+
+/** A script composed for one route's policies, with its SHA1 for EVALSHA. */
 interface DecideScript {
   readonly lua: string;
   readonly sha: string;
+  /** What it holds as literals, so what the call must send. */
+  readonly baked: Baked;
   /** How many of its arguments are keys (keyCount), as sent. */
   readonly keyCount: string;
   /** Sent with EVAL on the current connection, so that server has it cached. */
@@ -62,8 +74,10 @@ export class RedisStore implements RateLimitStore {
   private readonly last: {
     policies: readonly ResolvedPolicy[];
     variant: ScriptVariant;
+    staticCosts: boolean;
     script: DecideScript | undefined;
-  } = { policies: [], variant: 'consume', script: undefined };
+  } = { policies: [], variant: 'consume', staticCosts: true, script: undefined };
+  private baked = 0;
   private readonly isCluster: boolean;
   private readonly send: ScriptCall;
   /** The arguments of the EVALSHA being sent: `send` copies them, so one array serves every call. */
@@ -145,7 +159,7 @@ export class RedisStore implements RateLimitStore {
     args[1] = script.keyCount;
     // Shortened, not emptied: emptied, V8 would free the room the next call needs.
     args.length = 2;
-    scriptArguments(request, mode, variant, args);
+    scriptArguments(request, mode, variant, script.baked, args);
     return this.send('evalsha', args).then(toDecision, (error) => {
       // A restart, failover or SCRIPT FLUSH empties the script cache; EVAL refills it.
       if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
@@ -161,30 +175,49 @@ export class RedisStore implements RateLimitStore {
     variant: ScriptVariant,
   ): Promise<unknown> {
     const args: (string | number)[] = [script.lua, script.keyCount];
-    return this.send('eval', scriptArguments(request, mode, variant, args));
+    return this.send('eval', scriptArguments(request, mode, variant, script.baked, args));
   }
 
   /** The script for this request's policies in this variant, composed the first time. */
   private scriptFor(request: DecideRequest, variant: ScriptVariant): DecideScript {
     const { policies } = request;
+    const staticCosts = costsAreStatic(request);
     const { last } = this;
     let same = last.script !== undefined && last.variant === variant;
-    same &&= last.policies.length === policies.length;
+    same &&= last.staticCosts === staticCosts && last.policies.length === policies.length;
     for (let i = 0; same && i < policies.length; i++) same = last.policies[i] === policies[i];
     if (same) return last.script!;
-    const scripts = this.scripts[variant];
-    const id = scriptIdOf(policies);
-    let script = scripts.get(id);
-    if (!script) {
-      const lua = composeDecideScript(policies, variant);
-      const sha = createHash('sha1').update(lua).digest('hex');
-      script = { lua, sha, keyCount: String(keyCount(policies)), loaded: false };
-      scripts.set(id, script);
-    }
-    last.script = script;
+    last.script = this.scriptById(request, variant, staticCosts);
     // A copy: the caller's array may change after the call.
     last.policies = [...policies];
     last.variant = variant;
+    last.staticCosts = staticCosts;
+    return last.script;
+  }
+
+  private scriptById(
+    request: DecideRequest,
+    variant: ScriptVariant,
+    staticCosts: boolean,
+  ): DecideScript {
+    const { policies, costs } = request;
+    const scripts = this.scripts[variant];
+    let baked: Baked = staticCosts ? 'all' : 'values';
+    let id = scriptIdOf(policies, baked, costs);
+    let script = scripts.get(id);
+    if (script) return script;
+    if (this.baked >= BAKED_SCRIPTS_KEPT) {
+      baked = 'none';
+      id = scriptIdOf(policies);
+      script = scripts.get(id);
+      if (script) return script;
+    } else {
+      this.baked++;
+    }
+    const lua = composeDecideScript(policies, variant, baked, costs);
+    const sha = createHash('sha1').update(lua).digest('hex');
+    script = { lua, sha, baked, keyCount: String(keyCount(policies)), loaded: false };
+    scripts.set(id, script);
     return script;
   }
 

@@ -1,6 +1,10 @@
 import type { RateLimitPolicy } from '../../../lib/interfaces/rate-limit-policy.interface.js';
 import { resolvePolicies } from '../../../lib/config/resolved-policy.js';
-import { composeDecideScript, type ScriptVariant } from '../../../lib/stores/redis/lua-script.js';
+import {
+  type Baked,
+  composeDecideScript,
+  type ScriptVariant,
+} from '../../../lib/stores/redis/lua-script.js';
 import { LUA_SOURCES } from '../../../lib/stores/redis/lua-sources.generated.js';
 
 /** What the store's scripts are made of, as the README's cost section says. */
@@ -14,19 +18,25 @@ describe('composeDecideScript', () => {
     'two policies': [lone, other],
   };
   const variants: ScriptVariant[] = ['consume', 'general'];
+  const bakes: Baked[] = ['none', 'values', 'all'];
 
   it.each(Object.entries(routes))(
     'reads a block only in the scripts of routes with a blockDuration policy (%s)',
     (_, policies) => {
+      const costs = policies.map(() => 1);
       for (const variant of variants) {
-        const plain = composeDecideScript(route(...policies), variant);
-        const blocking = composeDecideScript(
-          route({ ...policies[0], blockDuration: 60_000 }, ...policies.slice(1)),
-          variant,
-        );
-        expect(plain).not.toContain(LUA_SOURCES.block);
-        expect(plain).not.toContain('with_block');
-        expect(blocking).toContain(LUA_SOURCES.block);
+        for (const baked of bakes) {
+          const plain = composeDecideScript(route(...policies), variant, baked, costs);
+          const blocking = composeDecideScript(
+            route({ ...policies[0], blockDuration: 60_000 }, ...policies.slice(1)),
+            variant,
+            baked,
+            costs,
+          );
+          expect(plain).not.toContain(LUA_SOURCES.block);
+          expect(plain).not.toContain('with_block');
+          expect(blocking).toContain(LUA_SOURCES.block);
+        }
       }
     },
   );
