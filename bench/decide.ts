@@ -2,15 +2,25 @@
  * What one decision costs on Redis and how many one Node process gets through: for each
  * algorithm with one policy, and for routes of two and three policies, the library's
  * `RateLimiter.consume` against raw ioredis EVALSHA of the very script it sends, against a
- * minimal script of the same semantics (test/support/minimal-scripts.ts; for a route, one call per
- * policy), and against
- * rate-limiter-flexible's RateLimiterRedis.consume and @nest-lab/throttler-storage-redis's
- * increment (both fixed windows). Every variant runs IN_FLIGHT decisions at a time over
- * KEYS client keys on one private redis-server, every decision admitted; Redis CPU comes
- * from CONFIG RESETSTAT, then INFO commandstats (all commands' usec / decisions). Variants
- * are interleaved round by round; medians are reported.
+ * minimal script of the same semantics (test/support/minimal-scripts.ts; for a route, one
+ * call per policy), and, for the fixed window, against rate-limiter-flexible's
+ * RateLimiterRedis.consume and @nest-lab/throttler-storage-redis's increment. Each on two key
+ * populations: fresh keys (every decision a new client key) and keys present (PRESENT_KEYS
+ * client keys, each decided once before the count starts, then about REQUESTS / PRESENT_KEYS
+ * decisions each: a client making many requests, the common case). Every variant runs
+ * IN_FLIGHT decisions at a time on one private redis-server, every decision admitted.
+ * Redis's cost per decision is its main thread's CPU (INFO cpu) and the top-level scripts'
+ * time (INFO commandstats, EVAL and EVALSHA lines only: it also lists the commands run
+ * inside scripts, whose time is already in theirs). Variants and populations are
+ * interleaved round by round; medians are reported, with ratios to the row's reference
+ * (rate-limiter-flexible for the fixed window, else the minimal script).
  *
- *   npm run bench:decide   (DECIDE_REQUESTS, DECIDE_ROUNDS, DECIDE_IN_FLIGHT, DECIDE_KEYS)
+ * DECIDE_BASELINE=<another build's dist/lib> adds that build's library as a variant (e.g.
+ * /tmp/base/dist/lib of an older commit), measured in the same interleaved run.
+ *
+ *   npm run bench:decide   (DECIDE_REQUESTS, DECIDE_ROUNDS, DECIDE_IN_FLIGHT,
+ *                           DECIDE_PRESENT_KEYS, DECIDE_ROWS: labels, comma-separated;
+ *                           DECIDE_BASELINE)
  */
 import { Redis } from 'ioredis';
 import { type Algorithm, ALGORITHMS, type RateLimitPolicy } from '../lib/index.js';
@@ -26,19 +36,23 @@ import { peerFixedWindows } from './peer-fixed-windows.js';
 const REQUESTS = Number(process.env.DECIDE_REQUESTS ?? 100_000);
 const ROUNDS = Number(process.env.DECIDE_ROUNDS ?? 3);
 const IN_FLIGHT = Number(process.env.DECIDE_IN_FLIGHT ?? 256);
-const KEYS = Number(process.env.DECIDE_KEYS ?? 100_000);
+const PRESENT_KEYS = Number(process.env.DECIDE_PRESENT_KEYS ?? REQUESTS / 50);
+const ONLY = process.env.DECIDE_ROWS?.split(',');
+const BASELINE = process.env.DECIDE_BASELINE;
 /** High enough that every decision admits: the path that reads, decides and writes. */
 const LIMIT = 1_000_000_000;
-const WINDOW_MS = 60_000;
+/** A day: no window edge passes while a variant runs, so present keys stay present. */
+const WINDOW_MS = 86_400_000;
+const POPULATIONS = ['fresh keys', 'keys present'] as const;
+type Population = (typeof POPULATIONS)[number];
 
-type Call = (i: number) => Promise<unknown>;
+/** Decides for the client key it is given. */
+type Call = (clientKey: string) => Promise<unknown>;
 interface Sample {
   perSecond: number;
-  /** The scripts' own time: what Redis spent on the decisions. */
+  /** The top-level scripts' own time (commandstats). */
   redisMicros: number;
-  /** Every command INFO lists, as the issue's first figures were taken (see below). */
-  allCommandsMicros: number;
-  /** Redis's main thread CPU (INFO cpu): steadier than commandstats on a busy machine. */
+  /** Redis's main thread CPU (INFO cpu): all it spent, reading and writing sockets too. */
   redisCpuMicros: number;
   /** This process's CPU per decision: the client side's cost, steadier than decisions/s. */
   nodeMicros: number;
@@ -52,7 +66,7 @@ async function redisCpuSeconds(): Promise<number> {
 
 /**
  * The commands a client sends. INFO commandstats also lists the commands a script runs
- * (GET, SET, ...), whose time is already inside the script's: summing every line counts
+ * (GET, SET, ...), whose time is already inside the script's: summing every line would count
  * it twice, and more so for scripts that make more calls.
  */
 const TOP_LEVEL = /^(eval|evalsha|eval_ro|evalsha_ro|fcall|fcall_ro)$/;
@@ -80,37 +94,53 @@ const clientOptions = { enableAutoPipelining: true, maxRetriesPerRequest: 0 };
 const client = new Redis(redis.url, clientOptions);
 const admin = new Redis(redis.url);
 // The deadline still runs on every call; a busy shared machine must not turn one into a 503.
-const limiter = new RateLimiter(resolveOptions({ timeout: 10_000 }), new RedisStore(client, false));
-const clientKey = (i: number) => `client-${i % KEYS}`;
+const options = resolveOptions({ timeout: 10_000 });
+const limiter = new RateLimiter(options, new RedisStore(client, false));
 const closers: (() => void)[] = [() => client.disconnect(), () => admin.disconnect()];
+let baseline: RateLimiter | undefined;
+if (BASELINE) {
+  const load = async (path: string) => import(`${BASELINE}/${path}`);
+  const { RateLimiter: Limiter } = await load('limiter/rate-limiter.service.js');
+  const { resolveOptions: resolve } = await load('config/resolved-options.js');
+  const { RedisStore: Store } = await load('stores/redis/redis.store.js');
+  // A client of its own, so that neither build's calls wait in the other's auto-pipeline.
+  const own = new Redis(redis.url, clientOptions);
+  closers.push(() => own.disconnect());
+  baseline = new Limiter(resolve({ timeout: 10_000 }), new Store(own, false)) as RateLimiter;
+}
 
-/** IN_FLIGHT loops calling `call` until `requests` have been decided; Redis usec per decision. */
-async function measure(call: Call, requests: number): Promise<Sample> {
-  await admin.flushall();
-  await call(0); // loads the script, so every variant is measured warm
-  await admin.config('RESETSTAT');
-  const redisCpu = await redisCpuSeconds();
+/** IN_FLIGHT loops at a time, `count` calls in all, the i-th for `key(i)`. */
+async function run(call: Call, count: number, key: (i: number) => string): Promise<void> {
   let next = 0;
-  const started = process.hrtime.bigint();
-  const cpu = process.cpuUsage();
   const loop = async () => {
-    while (next < requests) await call(next++);
+    while (next < count) await call(key(next++));
   };
   await Promise.all(Array.from({ length: IN_FLIGHT }, loop));
+}
+
+/** `requests` decisions of `call` on `population`; Redis's and Node's cost per decision. */
+async function measure(call: Call, requests: number, population: Population): Promise<Sample> {
+  await admin.flushall();
+  const present = (i: number) => `client-${i % PRESENT_KEYS}`;
+  // Loads the script, so every variant is measured warm; for keys present, writes them all.
+  if (population === 'fresh keys') await call('warm-up');
+  else await run(call, PRESENT_KEYS, present);
+  await admin.config('RESETSTAT');
+  const redisCpu = await redisCpuSeconds();
+  const started = process.hrtime.bigint();
+  const cpu = process.cpuUsage();
+  await run(call, requests, population === 'fresh keys' ? (i) => `client-${i}` : present);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   const { user, system } = process.cpuUsage(cpu);
   const redisCpuUsed = (await redisCpuSeconds()) - redisCpu;
   const stats = await admin.info('commandstats');
   let micros = 0;
-  let allMicros = 0;
   for (const [, command, usec] of stats.matchAll(/cmdstat_([^:]+):calls=\d+,usec=(\d+)/g)) {
     if (TOP_LEVEL.test(command)) micros += Number(usec);
-    if (command !== 'info' && command !== 'config') allMicros += Number(usec);
   }
   return {
     perSecond: requests / seconds,
     redisMicros: micros / requests,
-    allCommandsMicros: allMicros / requests,
     redisCpuMicros: (redisCpuUsed * 1e6) / requests,
     nodeMicros: (user + system) / requests,
   };
@@ -119,20 +149,26 @@ async function measure(call: Call, requests: number): Promise<Sample> {
 const MINIMAL = 'minimal script(s)';
 
 /** Raw EVALSHA (ioredis defineCommand) of `lua`, on the same client as the library. */
-function scriptCall(name: string, lua: string, args: (i: number) => (string | number)[]): Call {
+function scriptCall(
+  name: string,
+  lua: string,
+  args: (clientKey: string) => (string | number)[],
+): Call {
   if (!(name in client)) client.defineCommand(name, { lua });
   const command = (
     client as unknown as Record<string, (...a: (string | number)[]) => Promise<unknown>>
   )[name].bind(client);
-  return (i) => command(...args(i));
+  return (clientKey) => command(...args(clientKey));
 }
 
 /** The variants of one row, by label; the library first. */
 function variantsFor(label: string, policies: RateLimitPolicy[]): Record<string, Call> {
   const resolved = resolvePolicies(policies, { label, defaultScope: 'global' });
-  const keysOf = (i: number) => resolved.map((policy) => `rl:{${clientKey(i)}}${policy.keySuffix}`);
+  const keysOf = (clientKey: string) =>
+    resolved.map((policy) => `rl:{${clientKey}}${policy.keySuffix}`);
   const variants: Record<string, Call> = {
-    library: (i) => limiter.consume(clientKey(i), policies),
+    library: (clientKey) => limiter.consume(clientKey, policies),
+    ...(baseline && { 'library (baseline)': (clientKey) => baseline.consume(clientKey, policies) }),
     'raw EVALSHA, library script': scriptCall(
       `bench:${label}`,
       // Costs of 1, the policies' own: the script holds them, as it does their values.
@@ -142,10 +178,10 @@ function variantsFor(label: string, policies: RateLimitPolicy[]): Record<string,
         'all',
         resolved.map(() => 1),
       ),
-      (i) => {
+      (clientKey) => {
         const request = {
           mode: 'consume' as const,
-          keys: keysOf(i),
+          keys: keysOf(clientKey),
           policies: resolved,
           costs: resolved.map(() => 1),
           now: undefined,
@@ -160,26 +196,30 @@ function variantsFor(label: string, policies: RateLimitPolicy[]): Record<string,
   // A route's floor: its policies' minimal scripts, one call each per decision, on the same
   // keys (so Redis holds as many keys as for the library's call).
   const minimal = resolved.map((policy, p) =>
-    scriptCall(`minimal:${policy.algorithm}`, MINIMAL_SCRIPTS[policy.algorithm], (i) => [
+    scriptCall(`minimal:${policy.algorithm}`, MINIMAL_SCRIPTS[policy.algorithm], (clientKey) => [
       1,
-      keysOf(i)[p],
+      keysOf(clientKey)[p],
       ...policy.scriptArgs,
       1,
     ]),
   );
   variants[MINIMAL] =
-    minimal.length === 1 ? minimal[0] : (i) => Promise.all(minimal.map((call) => call(i)));
+    minimal.length === 1
+      ? minimal[0]
+      : (clientKey) => Promise.all(minimal.map((call) => call(clientKey)));
   if (label === 'fixed-window') {
     const peers = peerFixedWindows(client, redis.url, clientOptions, LIMIT, WINDOW_MS);
     closers.push(peers.close);
-    for (const [name, call] of Object.entries(peers.variants)) {
-      variants[name] = (i) => call(clientKey(i));
-    }
+    Object.assign(variants, peers.variants);
   }
   return variants;
 }
 
-const rows: [string, Record<string, Call>][] = [
+const FLEXIBLE = 'rate-limiter-flexible';
+/** What a row's variants are compared with. */
+const referenceOf = (row: string) => (row === 'fixed-window' ? FLEXIBLE : MINIMAL);
+
+const allRows: [string, Record<string, Call>][] = [
   ...ALGORITHMS.map((algorithm): [string, Record<string, Call>] => [
     algorithm,
     variantsFor(algorithm, [policyOf(algorithm)]),
@@ -189,19 +229,23 @@ const rows: [string, Record<string, Call>][] = [
     variantsFor(label, policies),
   ]),
 ];
+const rows = allRows.filter(([row]) => !ONLY || ONLY.includes(row));
 const samples = new Map<string, Sample[]>();
 try {
   // Round 0 warms the JIT, the connections and Redis's allocator, and is not counted.
   for (let round = 0; round <= ROUNDS; round++) {
     for (const [row, variants] of rows) {
-      for (const [variant, call] of Object.entries(variants)) {
-        const sample = await measure(call, round === 0 ? REQUESTS / 5 : REQUESTS);
-        if (round === 0) continue;
-        const id = `${row}|${variant}`;
-        samples.set(id, [...(samples.get(id) ?? []), sample]);
-        console.error(
-          `round ${round} ${row} / ${variant}: ${sample.perSecond.toFixed(0)}/s, ${sample.redisMicros.toFixed(2)} us`,
-        );
+      for (const population of POPULATIONS) {
+        for (const [variant, call] of Object.entries(variants)) {
+          const sample = await measure(call, round === 0 ? REQUESTS / 5 : REQUESTS, population);
+          if (round === 0) continue;
+          const id = `${row}|${population}|${variant}`;
+          samples.set(id, [...(samples.get(id) ?? []), sample]);
+          console.error(
+            `round ${round} ${row} / ${population} / ${variant}: ${sample.perSecond.toFixed(0)}/s, ` +
+              `${sample.redisCpuMicros.toFixed(2)} us Redis CPU`,
+          );
+        }
       }
     }
   }
@@ -212,38 +256,39 @@ try {
 
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-const medianOf = (row: string, variant: string, field: keyof Sample) =>
-  median(samples.get(`${row}|${variant}`)!.map((sample) => sample[field]));
+const medianOf = (id: string, field: keyof Sample) =>
+  median(samples.get(id)!.map((sample) => sample[field]));
 
 console.log(
-  `\n${REQUESTS} decisions per variant, ${IN_FLIGHT} in flight, ${KEYS} keys, median of ${ROUNDS} rounds\n`,
+  `\n${REQUESTS} decisions per variant and population (keys present: ${PRESENT_KEYS}), ` +
+    `${IN_FLIGHT} in flight, median of ${ROUNDS} rounds; ratios to the row's reference\n`,
 );
 const columns = [
   'row',
+  'keys',
   'variant',
   'decisions/s',
-  'vs raw EVALSHA',
+  'vs ref',
   'Node µs',
-  'Redis µs (scripts)',
-  'vs minimal',
-  'Redis µs (all commands)',
-  'vs minimal',
   'Redis CPU µs',
-  'vs minimal',
+  'vs ref',
+  'EVALSHA µs',
+  'vs ref',
 ];
 console.log(`| ${columns.join(' | ')} |\n|${columns.map(() => '---|').join('')}`);
-const REDIS_FIELDS = ['redisMicros', 'allCommandsMicros', 'redisCpuMicros'] as const;
 for (const [row, variants] of rows) {
-  const raw = medianOf(row, 'raw EVALSHA, library script', 'perSecond');
-  const floor = (field: keyof Sample) => medianOf(row, MINIMAL, field);
-  for (const variant of Object.keys(variants)) {
-    const at = (field: keyof Sample) => medianOf(row, variant, field);
-    const redisCells = REDIS_FIELDS.map(
-      (field) => `${at(field).toFixed(2)} | ${(at(field) / floor(field)).toFixed(2)}x`,
-    );
-    console.log(
-      `| ${row} | ${variant} | ${at('perSecond').toFixed(0)} | ${(at('perSecond') / raw).toFixed(2)}x | ` +
-        `${at('nodeMicros').toFixed(1)} | ${redisCells.join(' | ')} |`,
-    );
+  const reference = referenceOf(row);
+  for (const population of POPULATIONS) {
+    for (const variant of Object.keys(variants)) {
+      const at = (field: keyof Sample, of = variant) =>
+        medianOf(`${row}|${population}|${of}`, field);
+      const cell = (field: keyof Sample, digits: number) =>
+        `${at(field).toFixed(digits)} | ${(at(field) / at(field, reference)).toFixed(2)}x`;
+      const name = variant === reference ? `${variant} (ref)` : variant;
+      console.log(
+        `| ${row} | ${population} | ${name} | ${cell('perSecond', 0)} | ${at('nodeMicros').toFixed(1)} | ` +
+          `${cell('redisCpuMicros', 2)} | ${cell('redisMicros', 2)} |`,
+      );
+    }
   }
 }

@@ -4,9 +4,11 @@
 -- key of its own beside the policy's (KEYS after the policies'), holding when it ends on the
 -- decisions' clock and expiring then.
 -- Composed only into scripts of routes with such a policy: wraps that policy's step.
+-- Expects  common.lua, starts_blocks (the prelude's)
+-- Defines  with_block(step, block_key, block), a step that wraps `step`
 local function with_block(step, block_key, block)
   return function(key, now, limit, window, burst, cost, charge, a, b)
-    local ends = tonumber(redis.call('GET', block_key))
+    local ends = read_state(block_key)
     if ends and now < ends then
       local _, _, reset, retry = step(key, now, limit, window, burst, cost, false)
       local left = ends - now
@@ -17,7 +19,7 @@ local function with_block(step, block_key, block)
     if allowed or not starts_blocks then
       return allowed, remaining, reset, retry, delay, read_a, read_b
     end
-    redis.call('SET', block_key, num(now + block), 'PX', math.max(math.ceil(block), ttl_floor, 1))
+    redis.call('SET', block_key, num(now + block), 'PX', ttl(block))
     return false, 0, math.max(reset, block), math.max(retry, block), 0
   end
 end

@@ -5,8 +5,10 @@
 -- read (nothing else can have touched it in between).
 -- The reply is filled in place, five values per policy after `admitted`, and formatted once.
 -- `reply` and `read` (two slots per policy) come from the binding at their full size: a
--- table grown one slot at a time is reallocated at 1, 2, 4, 8, 16 slots, which cost about
--- 9,000 instructions for two policies.
+-- table grown one slot at a time is reallocated at 1, 2, 4, 8, 16 slots.
+-- Expects  the prelude, common.lua, and the binding: `policy(i, charge, a, b)`, `reply`
+--          ({ 1, then five zeros per policy }) and `read` (two zeros per policy)
+-- Reply    as in prelude.lua
 local count = (#reply - 1) / 5
 local admitted = true
 for i = 1, count do
@@ -25,7 +27,6 @@ if admitted and consume then
   end
 end
 
--- Flat, so the client parses one array whatever the number of policies.
 reply[1] = admitted and 1 or 0
 for at = 2, #reply, 5 do
   reply[at] = reply[at] and 1 or 0

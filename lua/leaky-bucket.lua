@@ -5,9 +5,11 @@
 -- `delay` before proceeding.
 -- State (string): next, the time the queue is free again. What a check read: when this
 -- request would start.
+-- Expects  common.lua
+-- Defines  leaky_bucket, a step (see prelude.lua)
 local function leaky_bucket(key, now, limit, window, burst, cost, charge, start)
   local interval = window / limit
-  start = start or math.max(now, tonumber(redis.call('GET', key) or '0'))
+  start = start or math.max(now, read_state(key) or 0)
   local wait = start - now
   if wait > (burst - cost) * interval then
     return false, burst - wait / interval, wait, wait - (burst - cost) * interval, 0
@@ -18,7 +20,6 @@ local function leaky_bucket(key, now, limit, window, burst, cost, charge, start)
   local next_free = start + cost * interval
   local backlog = next_free - now
   -- A number argument reaches Redis as '%.17g': exact.
-  redis.call('SET', key, next_free, 'PX',
-    string.format('%d', math.max(math.ceil(backlog), ttl_floor, 1)))
+  redis.call('SET', key, next_free, 'PX', ttl(backlog))
   return true, burst - backlog / interval, backlog, 0, wait
 end

@@ -4,19 +4,17 @@
 -- client and near-exact.
 -- State (string): 'index:current:previous', the current window's index and count and the
 -- previous window's count (integers). What a check read: the current and previous counts.
+-- Expects  common.lua
+-- Defines  sliding_window_counter, a step (see prelude.lua)
 local function sliding_window_counter(key, now, limit, window, _, cost, charge, current, previous)
   local index = math.floor(now / window)
   if not current then
     current, previous = 0, 0
-    local state = redis.call('GET', key)
-    if state then
-      local stored, n, p = string.match(state, '^([^:]*):([^:]*):([^:]*)$')
-      stored = tonumber(stored)
-      if stored == index then
-        current, previous = tonumber(n), tonumber(p)
-      elseif stored == index - 1 then
-        previous = tonumber(n)
-      end
+    local stored, n, p = read_state(key)
+    if stored == index then
+      current, previous = n, p
+    elseif stored == index - 1 then
+      previous = n
     end
   end
   local elapsed = now - index * window
@@ -35,7 +33,7 @@ local function sliding_window_counter(key, now, limit, window, _, cost, charge, 
     end
     current = current + cost
     redis.call('SET', key, string.format('%d:%d:%d', index, current, previous), 'PX',
-      string.format('%d', math.max(math.ceil(to_end + window), ttl_floor, 1)))
+      ttl(to_end + window))
     return true, limit - (previous * weight + current), to_end + window, 0, 0
   end
   -- Earliest t with the estimate at now + t low enough: first within this window, as the

@@ -2,6 +2,8 @@
 -- admitted in (now - window, now]; denied requests store nothing, and the set never holds
 -- more than `limit` entries.
 -- What a check read: the count of entries in the window and the reset they make.
+-- Expects  common.lua
+-- Defines  sliding_window_log, a step (see prelude.lua)
 local function sliding_window_log(key, now, limit, window, _, cost, charge, count, reset)
   local since = '(' .. num(now - window)
   if not count then
@@ -39,6 +41,6 @@ local function sliding_window_log(key, now, limit, window, _, cost, charge, coun
   -- Only a lowered limit can leave more entries than it allows; keep the newest.
   redis.call('ZREMRANGEBYRANK', key, 0, -(limit + 1))
   reset = math.max(reset, window)
-  redis.call('PEXPIRE', key, math.max(math.ceil(reset), ttl_floor, 1))
+  redis.call('PEXPIRE', key, ttl(reset))
   return true, limit - (count + cost), reset, 0, 0
 end

@@ -4,18 +4,18 @@
 -- elapsed * limit: whole numbers for whole milliseconds, and fractions of a token stay
 -- exact instead of drifting through repeated divisions.
 -- What a check read: the level refilled up to ts.
+-- Expects  common.lua
+-- Defines  token_bucket, a step (see prelude.lua)
 local function token_bucket(key, now, limit, window, burst, cost, charge, level, ts)
   local capacity = burst * window
   if not level then
     level, ts = capacity, now
-    local state = redis.call('GET', key)
-    if state then
+    local stored, last = read_state(key)
+    if stored then
       -- Never move ts backwards: a pod whose clock runs behind (clock: 'local') would
       -- otherwise make the next pod refill the same interval twice.
-      local stored, last = string.match(state, '^([^:]*):([^:]*)$')
-      last = tonumber(last)
       ts = math.max(now, last)
-      level = math.min(capacity, tonumber(stored) + (ts - last) * limit)
+      level = math.min(capacity, stored + (ts - last) * limit)
     end
   end
   local need = cost * window
@@ -28,6 +28,6 @@ local function token_bucket(key, now, limit, window, burst, cost, charge, level,
   level = level - need
   local reset = (capacity - level) / limit
   redis.call('SET', key, string.format('%.17g:%.17g', level, ts), 'PX',
-    string.format('%d', math.max(math.ceil(reset + (ts - now)), ttl_floor, 1)))
+    ttl(reset + (ts - now)))
   return true, level / window, reset, 0, 0
 end

@@ -10,8 +10,6 @@ import type { Algorithm } from '../../lib/index.js';
  * its script instead; these take them as arguments, as the peers' scripts do). Expiries go
  * out as string.format('%d', ...), as the library's do: a number argument reaches Redis
  * through '%.17g', which costs more.
- * The fixed window answers as the library's does: a window's first charge (SET ... NX GET
- * found nothing) with only its reset, the client knowing the rest; else the five fields.
  */
 const CLOCK = `
 local t = redis.call('TIME')
@@ -27,9 +25,8 @@ export const MINIMAL_SCRIPTS: Record<Algorithm, string> = {
 local index = math.floor(now / window)
 local to_end = (index + 1) * window - now
 local count = 0
-if cost <= limit then
-  local s = redis.call('SET', key, index .. ':' .. cost, 'PX', string.format('%d', math.ceil(to_end)), 'NX', 'GET')
-  if not s then return to_end end
+local s = redis.call('GET', key)
+if s then
   local at = string.find(s, ':', 1, true)
   if tonumber(string.sub(s, 1, at - 1)) == index then count = tonumber(string.sub(s, at + 1)) end
 end

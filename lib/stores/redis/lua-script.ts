@@ -33,7 +33,7 @@ const stepName = (algorithm: Algorithm) => algorithm.replaceAll('-', '_');
  * policies' limit, window, burst and block ('values'); those and the request's costs
  * ('all', when they are the policies' own). Policies are resolved once, so a route's values
  * are fixed and its script is too: each value written in spares Redis an argument and its
- * conversion on every call (about 2,000 instructions).
+ * conversion on every call (bench:decide: about a tenth of Redis's CPU per decision).
  */
 export type Baked = 'none' | 'values' | 'all';
 
@@ -41,14 +41,13 @@ export type Baked = 'none' | 'values' | 'all';
 export type ScriptPolicy = Pick<ResolvedPolicy, 'algorithm' | 'blockMs' | 'scriptArgs'>;
 
 /**
- * The script for one route's policies, in one variant: the prelude, the policies' values
- * (literals or ARGV, see Baked), lua/num.lua, each algorithm's file once, the binding of the
- * policies to their steps, and the entry. Only what the route needs is defined on each
+ * The script for one route's policies, in one variant: the prelude, lua/common.lua, each
+ * algorithm's file once, the binding of the policies to their steps with their values
+ * (literals or ARGV, see Baked), and the entry. Only what the route needs is defined on each
  * call, and a single policy takes the entry without tables (its binding: locals `step`,
- * `limit`, `window`, `burst`, `cost`, `read`; several: `policy(i, charge, a, b)` running
- * policy i's step, and the tables decide.lua fills, at their full size). Policies with a
- * block duration get their step wrapped by lua/block.lua; only their scripts contain it.
- * A lone fixed window charged on Redis TIME takes lua/fixed-window-fresh.lua first.
+ * `limit`, `window`, `burst`, `cost`; several: `policy(i, charge, a, b)` running policy i's
+ * step, and the tables decide.lua fills, at their full size). Policies with a block
+ * duration get their step wrapped by lua/block.lua; only their scripts contain it.
  * `costs` are read only when `baked` is 'all'.
  */
 export function composeDecideScript(
@@ -71,26 +70,20 @@ export function composeDecideScript(
     const window = value(scriptArgs[1]);
     const burst = takesBurst(algorithm) ? value(scriptArgs[2]) : 'nil';
     const cost = baked === 'all' ? String(costs[i]) : argument();
-    // The first state lua/fixed-window-fresh.lua writes, the cost as text.
-    const firstState = baked === 'all' ? `'%d:${costs[i]}'` : `'%d:' .. ARGV[${at}]`;
     const values = `${limit}, ${window}, ${burst}, ${cost}`;
     const step =
       blockMs > 0
         ? `with_block(${stepName(algorithm)}, KEYS[${++blockKey}], ${value(String(blockMs))})`
         : stepName(algorithm);
-    return { step, values, firstState };
+    return { step, values };
   });
+  const opening = [LUA_SOURCES[PRELUDES[variant]], LUA_SOURCES.common, ...files];
   if (bindings.length === 1) {
     // Plain locals for decide-one.lua: no function to create and call on each decision.
-    const [{ step, values, firstState }] = bindings;
-    const fresh = variant === 'consume' && algorithms[0] === 'fixed-window' && !blocking;
+    const [{ step, values }] = bindings;
     return [
-      LUA_SOURCES[PRELUDES[variant]],
-      `local limit, window, burst, cost, read = ${values}`,
-      ...(fresh ? [`local first_state = ${firstState}`, LUA_SOURCES['fixed-window-fresh']] : []),
-      LUA_SOURCES.num,
-      ...files,
-      `local step = ${step}`,
+      ...opening,
+      `local step, limit, window, burst, cost = ${step}, ${values}`,
       LUA_SOURCES['decide-one'],
     ].join('\n');
   }
@@ -106,13 +99,7 @@ export function composeDecideScript(
     'end',
     `local reply, read = { 1, ${slots(bindings.length * 5)} }, { ${slots(bindings.length * 2)} }`,
   ].join('\n');
-  return [
-    LUA_SOURCES[PRELUDES[variant]],
-    LUA_SOURCES.num,
-    ...files,
-    binding,
-    LUA_SOURCES.decide,
-  ].join('\n');
+  return [...opening, binding, LUA_SOURCES.decide].join('\n');
 }
 
 /** The variant that decides `request` in `mode` (the request's own, or the Cluster path's). */

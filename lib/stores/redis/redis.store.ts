@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Writable } from 'node:stream';
-import { type Cluster, Command, Redis, type RedisOptions } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import type { ResolvedPolicy } from '../../interfaces/resolved-policy.interface.js';
 import { BLOCK_KEY_SUFFIX } from '../store-keys.js';
 import {
   type Baked,
@@ -13,6 +13,7 @@ import {
   type ScriptVariant,
   variantFor,
 } from './lua-script.js';
+import { type ScriptCall, scriptCall } from './ioredis-commands.js';
 import type {
   DecideRequest,
   PolicyVerdict,
@@ -20,14 +21,12 @@ import type {
   StoreDecision,
 } from '../../interfaces/rate-limit-store.interface.js';
 import { STALE_DECISION } from '../../interfaces/rate-limit-store.interface.js';
-import type { ResolvedPolicy } from '../../interfaces/resolved-policy.interface.js';
 
 /**
- * For one policy: allowed, remaining, reset, retry, delay. For several: admitted, then those
- * five per policy. Or -1: the script started after `wantedUntil`. Or, for a lone fixed
- * window's first charge in its window (lua/fixed-window-fresh.lua), only the reset.
+ * Admitted, then per policy allowed, remaining, reset, retry, delay; empty when the script
+ * started after `wantedUntil` (lua/prelude.lua).
  */
-type ScriptReply = (number | string)[] | number | string;
+type ScriptReply = (number | string)[];
 
 /**
  * How many scripts may hold their route's values as literals (see Baked): one per route and
@@ -54,7 +53,8 @@ interface DecideScript {
  * for the route's algorithms (see composeDecideScript): EVAL the first time, and again on
  * NOSCRIPT, as ioredis' defineCommand does. Not defineCommand itself: an auto-pipeline copies
  * the defined commands when it is created, so a combination first used while one was
- * collecting commands was missing from it.
+ * collecting commands was missing from it. The calls go out through scriptCall
+ * (ioredis-commands.ts), the one place that knows ioredis internals.
  *
  * On Redis Cluster one script may only touch one slot. Keys of one client share a hash
  * tag, so that is the rule; only policies with their own `keyBy` can put one request's
@@ -79,22 +79,9 @@ export class RedisStore implements RateLimitStore {
   } = { policies: [], variant: 'consume', staticCosts: true, script: undefined };
   private baked = 0;
   private readonly isCluster: boolean;
-  /**
-   * Whether calls go out as Commands of their own (see send): on a standalone client made
-   * by the copy of ioredis this package loads, whose Command class it then knows.
-   */
-  private readonly direct: boolean;
-  /** What the client's own methods give each Command: string replies, its key prefix. */
-  private readonly commandOptions: { replyEncoding: 'utf8'; keyPrefix: string | undefined };
-  /** The client's showFriendlyErrorStack: each command then records where it was sent from. */
-  private readonly friendlyStacks: boolean;
-  /**
-   * The arguments of the EVALSHA being sent: the Command copies them, so one array serves
-   * every call (a new one cost about 200 bytes a call).
-   */
+  private readonly send: ScriptCall;
+  /** The arguments of the EVALSHA being sent: `send` copies them, so one array serves every call. */
   private readonly args: (string | number)[] = [];
-  /** The socket held corked until the next check phase of the event loop, if one is. */
-  private corked: Writable | undefined;
 
   /** @param owned the store closes the client only if it created it */
   constructor(
@@ -104,17 +91,9 @@ export class RedisStore implements RateLimitStore {
     // A lazyConnect client would otherwise never connect: fast failure sends it no command.
     if (client.status === 'wait') client.connect().catch(() => undefined);
     this.isCluster = client.isCluster;
-    this.direct = client instanceof Redis;
-    this.commandOptions = { replyEncoding: 'utf8', keyPrefix: client.options.keyPrefix };
-    this.friendlyStacks = (client.options as RedisOptions).showFriendlyErrorStack === true;
+    this.send = scriptCall(client);
     client.on('ready', this.forgetLoadedScripts);
   }
-
-  private readonly uncork = (): void => {
-    const stream = this.corked;
-    this.corked = undefined;
-    stream?.uncork();
-  };
 
   /**
    * A new connection may reach a server without the scripts (a restart, a failover): its first
@@ -170,7 +149,7 @@ export class RedisStore implements RateLimitStore {
   private runScript(request: DecideRequest, mode: ScriptMode): Promise<StoreDecision> {
     const variant = variantFor(request, mode);
     const script = this.scriptFor(request, variant);
-    const toDecision = (reply: unknown) => parseReply(reply as ScriptReply, request);
+    const toDecision = (reply: unknown) => parseReply(reply as ScriptReply);
     if (!script.loaded) {
       script.loaded = true;
       return this.evaluate(script, request, mode, variant).then(toDecision);
@@ -197,33 +176,6 @@ export class RedisStore implements RateLimitStore {
   ): Promise<unknown> {
     const args: (string | number)[] = [script.lua, script.keyCount];
     return this.send('eval', scriptArguments(request, mode, variant, script.baked, args));
-  }
-
-  /**
-   * `name` with `args`, as the client's own method would send it. On a standalone client it
-   * skips the auto-pipeline, which wraps each call in a pipeline's promises, callbacks and
-   * result arrays (about 2 kB and 2 µs per decision): the command goes to the client as
-   * is, and the socket stays corked until the next check phase of the event loop, where
-   * the auto-pipeline would flush too, so that a turn's calls still leave in one write.
-   */
-  private send(name: 'eval' | 'evalsha', args: (string | number)[]): Promise<unknown> {
-    const client = this.client as Redis;
-    if (!this.direct) return client[name](...(args as [string, number]));
-    // The Command copies args (ioredis flattens them): the caller may use them again.
-    const options = this.friendlyStacks
-      ? { ...this.commandOptions, errorStack: new Error() }
-      : this.commandOptions;
-    const command = new Command(name, args, options);
-    const stream: Writable | undefined = client.stream;
-    if (stream && this.corked !== stream) {
-      // A new socket within the turn (a reconnect): the old one goes at once.
-      if (this.corked) this.corked.uncork();
-      else setImmediate(this.uncork);
-      stream.cork();
-      this.corked = stream;
-    }
-    client.sendCommand(command);
-    return command.promise;
   }
 
   /** The script for this request's policies in this variant, composed the first time. */
@@ -302,20 +254,8 @@ export class RedisStore implements RateLimitStore {
   }
 }
 
-function parseReply(reply: ScriptReply, request: DecideRequest): StoreDecision {
-  if (reply === -1) return STALE_DECISION;
-  if (!Array.isArray(reply)) {
-    const verdict: PolicyVerdict = {
-      allowed: true,
-      remaining: request.policies[0].limit - request.costs[0],
-      resetMs: Number(reply),
-      retryAfterMs: 0,
-      delayMs: 0,
-    };
-    return { allowed: true, verdicts: [verdict] };
-  }
-  // Five values for one policy; one more (admitted) before each five for several.
-  if (reply.length === 5) return { allowed: reply[0] === 1, verdicts: [verdictAt(reply, 0)] };
+function parseReply(reply: ScriptReply): StoreDecision {
+  if (reply.length === 0) return STALE_DECISION;
   // Sized up front: a push into an empty array reserves room for 16.
   const verdicts = new Array<PolicyVerdict>((reply.length - 1) / 5);
   for (let i = 0; i < verdicts.length; i++) verdicts[i] = verdictAt(reply, 1 + 5 * i);

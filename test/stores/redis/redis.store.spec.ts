@@ -178,7 +178,7 @@ describe('Redis store', () => {
       await fixture.limiter.consume('edge', policy);
       const [key] = await redis.admin.keys('*');
       const [index] = (await redis.admin.get(key))!.split(':').map(Number);
-      // As SET ... NX GET finds it in the ms a window ends: present, but the previous one's.
+      // As a request in a window's first ms may find it: present, but the previous window's.
       await redis.admin.set(key, `${index - 1}:4`, 'PX', 60_000);
       const [result] = (await fixture.limiter.consume('edge', policy)).results;
       expect(result.remaining).toBe(4);

@@ -1,0 +1,189 @@
+import type { Redis } from 'ioredis';
+import { ALGORITHMS, type RateLimitPolicy } from '../../../lib/index.js';
+import { resolvePolicies } from '../../../lib/config/resolved-policy.js';
+import {
+  type Baked,
+  composeDecideScript,
+  keyCount,
+  type ScriptMode,
+  scriptArguments,
+  type ScriptVariant,
+} from '../../../lib/stores/redis/lua-script.js';
+import { BLOCK_KEY_SUFFIX } from '../../../lib/stores/store-keys.js';
+import { useRedisServer } from '../../support/redis-fixture.js';
+import { seededRandom } from '../../support/seeded-random.js';
+import type { ResolvedPolicy } from '../../../lib/interfaces/resolved-policy.interface.js';
+
+/**
+ * The store's two shortcuts must answer exactly as the plain script does: a route's values
+ * (and costs) written into its script as literals (Baked 'values', 'all') rather than sent,
+ * and lua/prelude-consume.lua, which reads Redis TIME and takes no mode, clock or TTL floor,
+ * rather than lua/prelude.lua given the same time as the caller's clock. Random traces of
+ * (time, policies, cost, mode) run through every form of the script, each on keys of its
+ * own; every reply must match the plain one (Baked 'none', prelude.lua) field for field, and
+ * every key the same state and expiry. A stub put before every form's script makes Redis
+ * TIME the trace's time (read from a key of the test), and puts every expiry an hour later:
+ * expiries run in real time, not the trace's, and the forms' keys are written milliseconds
+ * apart, so that none expires between them. A state past its use answers as no state, so
+ * that changes no answer.
+ */
+const SEEDS = [1, 2, 3, 4, 5, 6];
+const STEPS = 250;
+const CLOCK_KEY = 'test-clock';
+const AS_TRACE_TIME = `
+local server = redis
+local redis = setmetatable({
+  call = function(command, ...)
+    if command == 'TIME' then
+      local ms = tonumber(server.call('GET', '${CLOCK_KEY}'))
+      return { math.floor(ms / 1000), ms % 1000 * 1000 }
+    end
+    local args = { ... }
+    for i = 2, #args do
+      if command == 'PEXPIRE' or args[i - 1] == 'PX' then
+        args[i] = args[i] + 3600000
+      end
+    end
+    return server.call(command, unpack(args))
+  end,
+}, { __index = server })
+`;
+
+interface Form {
+  readonly variant: ScriptVariant;
+  readonly baked: Baked;
+}
+const PLAIN: Form = { variant: 'general', baked: 'none' };
+const SHORTCUTS: readonly Form[] = [
+  { variant: 'general', baked: 'values' },
+  { variant: 'general', baked: 'all' },
+  { variant: 'consume', baked: 'none' },
+  { variant: 'consume', baked: 'values' },
+  { variant: 'consume', baked: 'all' },
+];
+const formName = ({ variant, baked }: Form) => `${variant}/${baked}`;
+
+function randomRoute(next: () => number, route: number): ResolvedPolicy[] {
+  const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)];
+  const policies = Array.from({ length: 1 + Math.floor(next() * 3) }, (_, i): RateLimitPolicy => {
+    const limit = pick([1, 2, 3, 5, 10]);
+    return {
+      name: `r${route}p${i}`,
+      algorithm: pick(ALGORITHMS),
+      limit,
+      window: pick([100, 250, 1_000, 7_000]),
+      burst: pick([undefined, 1, limit * 2]),
+      blockDuration: pick([undefined, undefined, 150]),
+    };
+  });
+  return resolvePolicies(policies, { label: `route ${route}`, defaultScope: 'global' });
+}
+
+const redis = useRedisServer();
+
+describe('script shortcuts answer as the plain script', () => {
+  const scripts = new Map<string, string>();
+  /** EVAL of `form`'s script for this request, on keys under `namespace`. */
+  const run = (
+    admin: Redis,
+    form: Form,
+    namespace: string,
+    policies: ResolvedPolicy[],
+    costs: number[],
+    mode: ScriptMode,
+    now: number,
+  ) => {
+    const id = JSON.stringify([
+      form,
+      policies.map((p) => [p.keySuffix, p.blockMs, p.scriptArgs]),
+      costs,
+    ]);
+    let lua = scripts.get(id);
+    if (!lua) {
+      lua = AS_TRACE_TIME + composeDecideScript(policies, form.variant, form.baked, costs);
+      scripts.set(id, lua);
+    }
+    const request = {
+      mode: mode === 'check' ? ('consume' as const) : mode,
+      keys: policies.map((p) => `${namespace}:{client}${p.keySuffix}`),
+      policies,
+      costs,
+      now: form.variant === 'consume' ? undefined : now,
+      ttlFloorMs: 0,
+      wantedUntil: undefined,
+    };
+    const args = scriptArguments(request, mode, form.variant, form.baked);
+    return admin.eval(lua, keyCount(policies), ...args);
+  };
+
+  /** Every key under `namespace`, as DUMP holds it (state, type, encoding), and its expiry. */
+  const stateOf = async (admin: Redis, namespace: string, policies: ResolvedPolicy[]) =>
+    Promise.all(
+      policies.flatMap((p) =>
+        [p.keySuffix, p.keySuffix + BLOCK_KEY_SUFFIX].map(async (suffix) => {
+          const key = `${namespace}:{client}${suffix}`;
+          const [dump, ttl] = await Promise.all([admin.dumpBuffer(key), admin.pttl(key)]);
+          return { suffix, dump: dump?.toString('hex'), ttl };
+        }),
+      ),
+    );
+
+  it.each(SEEDS)('trace with seed %i', async (seed) => {
+    const { admin } = redis;
+    await admin.flushall();
+    const next = seededRandom(seed);
+    const routes = Array.from({ length: 4 }, (_, route) => randomRoute(next, route));
+    let now = 1_700_000_000_000 + Math.floor(next() * 10_000);
+    let compared = 0;
+    for (let step = 0; step < STEPS; step++) {
+      const gap = next() < 0.4 ? 0 : next() < 0.9 ? next() * 120 : next() * 3_000;
+      now += Math.floor(gap);
+      await admin.set(CLOCK_KEY, now);
+      const route = routes[Math.floor(next() * routes.length)];
+      // Never more than a policy can ever admit: the limiter refuses that before any script.
+      const maxCost = Math.min(...route.map((policy) => policy.maxCost));
+      const costs = route.map(() => 1 + Math.floor(next() * Math.min(maxCost, 3)));
+      const mode: ScriptMode = next() < 0.7 ? 'consume' : next() < 0.5 ? 'peek' : 'check';
+      const plain = await run(admin, PLAIN, 'plain', route, costs, mode, now);
+      for (const form of SHORTCUTS) {
+        // The consume prelude serves consumes only, as the store uses it (variantFor); its
+        // keys take the other modes from the plain script, and stay alike.
+        const shortcut = form.variant === 'general' || mode === 'consume';
+        const reply = await run(
+          admin,
+          shortcut ? form : PLAIN,
+          formName(form),
+          route,
+          costs,
+          mode,
+          now,
+        );
+        if (shortcut) {
+          expect({ step, form: formName(form), reply }).toEqual({
+            step,
+            form: formName(form),
+            reply: plain,
+          });
+          compared++;
+        }
+      }
+      const expected = await stateOf(admin, 'plain', route);
+      for (const form of SHORTCUTS) {
+        const state = await stateOf(admin, formName(form), route);
+        // Written milliseconds apart in real time: the expiries may differ by that much.
+        const near = (ttl: number, plainTtl: number) =>
+          ttl < 0 ? ttl === plainTtl : Math.abs(ttl - plainTtl) <= 100;
+        expect({ step, form: formName(form), state }).toEqual({
+          step,
+          form: formName(form),
+          state: expected.map((key, i) => ({
+            ...key,
+            ttl: near(state[i].ttl, key.ttl) ? state[i].ttl : key.ttl,
+          })),
+        });
+      }
+    }
+    // Each form's replies were compared on most steps.
+    expect(compared).toBeGreaterThan(STEPS * 3);
+  });
+});
