@@ -20,6 +20,13 @@ export default tseslint.config(
     },
   },
   {
+    files: ['**/*.cjs'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: { module: 'writable', require: 'readonly' },
+    },
+  },
+  {
     files: ['sample/sandbox/public/**/*.js'],
     languageOptions: {
       globals: Object.fromEntries(
