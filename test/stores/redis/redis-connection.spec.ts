@@ -103,3 +103,64 @@ describe('the start-up wait for Redis', () => {
     expect(listeners()).toEqual(before);
   });
 });
+
+/**
+ * The clients the module creates reconnect every 25-75 ms however long Redis was away, from a
+ * URL and from options alike. ioredis' own default backs off to 2 s, which kept decisions off
+ * a Redis that was back (a URL's client took 3.6-3.9 s after a 12 s outage).
+ */
+describe('reconnecting after an outage', () => {
+  /** Long enough for ioredis' default backoff to reach its 2 s cap (50 ms more per try). */
+  const OUTAGE_MS = 3_000;
+  /** 75 ms of backoff at most, the ready check, and timers late on a busy machine. */
+  const BACK_WITHIN_MS = 400;
+  let server: RedisServer;
+  beforeEach(async () => {
+    server = await startRedisServer();
+  });
+  afterEach(() => server.stop());
+
+  it.each([
+    ['a URL', (url: string) => url],
+    ['options', (url: string) => ({ port: Number(new URL(url).port), host: '127.0.0.1' })],
+  ])(
+    'a client made from %s is ready within a few backoff steps of Redis coming back',
+    async (_, option) => {
+      const { logger } = recording();
+      const client = await createRedisClient(option(server.url), logger);
+      try {
+        await server.kill();
+        await sleep(OUTAGE_MS);
+        await server.restart();
+        const back = performance.now();
+        while (client.status !== 'ready') {
+          if (performance.now() - back > 5_000) throw new Error(`still ${client.status}`);
+          await sleep(5);
+        }
+        expect(performance.now() - back).toBeLessThan(BACK_WITHIN_MS);
+        await expect(client.ping()).resolves.toBe('PONG');
+        // However many tries an outage takes, the next one is at most 75 ms away.
+        const delays = Array.from({ length: 500 }, (_, i) =>
+          Number(client.options.retryStrategy!(i + 1)),
+        );
+        expect(Math.min(...delays)).toBeGreaterThanOrEqual(25);
+        expect(Math.max(...delays)).toBeLessThanOrEqual(75);
+        expect(new Set(delays).size).toBeGreaterThan(1);
+      } finally {
+        client.disconnect();
+      }
+    },
+    15_000,
+  );
+
+  it('keeps a retryStrategy the options set', async () => {
+    const { logger } = recording();
+    const retryStrategy = () => 1_234;
+    const client = await createRedisClient({ port: server.port, retryStrategy }, logger);
+    try {
+      expect(client.options.retryStrategy).toBe(retryStrategy);
+    } finally {
+      client.disconnect();
+    }
+  });
+});
