@@ -11,6 +11,9 @@
  *   `redis`, what the headers cost;
  * - `memory`: the library on the embedded store;
  * - `metrics`: as `redis` with the `metrics` option on (Prometheus exporter);
+ * - `base`: only with HOT_PATH_BASELINE_APP=<another build's built hot-path app, e.g.
+ *   /tmp/base/dist/bench/hot-path-app.js of an older commit>: that app's `redis` variant,
+ *   interleaved with the rest (the older app may ignore HOT_PATH_ALGORITHM);
  * in two scenarios:
  * - `distinct`: every request from a new client key (an `x-client` header the app keys
  *   by, for every variant alike), all admitted: the whole decision on every request;
@@ -40,8 +43,9 @@
  *   HOT_PATH_ADAPTERS (express,fastify),
  *   HOT_PATH_VARIANTS (none,bare,flexible,redis,quiet,memory,metrics),
  *   HOT_PATH_SCENARIOS (distinct,hot), HOT_PATH_ALGORITHM (fixed-window, or
- *   sliding-window-counter) to tune; ratios need the `none`, `bare` and `flexible` variants
+ *   sliding-window-counter), HOT_PATH_BASELINE_APP to tune; ratios need the `none`, `bare` and `flexible` variants
  */
+import { pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import { sendRawCommand, startRedisServer } from '../test/support/redis-server.js';
 import { type HotPathAppProcess, startHotPathApp } from '../test/support/hot-path-app-process.js';
@@ -50,7 +54,17 @@ const SECONDS = Number(process.env.HOT_PATH_SECONDS ?? 4);
 const ROUNDS = Number(process.env.HOT_PATH_ROUNDS ?? 5);
 const CONNECTIONS = Number(process.env.HOT_PATH_CONNECTIONS ?? 32);
 const ADAPTERS = (process.env.HOT_PATH_ADAPTERS ?? 'express,fastify').split(',');
-const ALL_VARIANTS = ['none', 'bare', 'flexible', 'redis', 'quiet', 'memory', 'metrics'] as const;
+const BASELINE_APP = process.env.HOT_PATH_BASELINE_APP;
+const ALL_VARIANTS = [
+  'none',
+  'bare',
+  'flexible',
+  'redis',
+  'quiet',
+  'memory',
+  'metrics',
+  ...(BASELINE_APP ? (['base'] as const) : []),
+] as const;
 const ALL_SCENARIOS = ['distinct', 'hot'] as const;
 type Variant = (typeof ALL_VARIANTS)[number];
 type Scenario = (typeof ALL_SCENARIOS)[number];
@@ -140,7 +154,7 @@ const median = (values: number[]) =>
 
 const redis = await startRedisServer();
 const rates = new Map<string, number[]>();
-const LIMITED: ReadonlySet<Variant> = new Set(['redis', 'memory', 'metrics']);
+const LIMITED: ReadonlySet<Variant> = new Set(['redis', 'memory', 'metrics', 'base']);
 const failedOpen = new Map<string, number>();
 const series = (adapter: string, scenario: Scenario, variant: Variant, measure = 'rate') => {
   const name = `${adapter}/${scenario}/${variant}/${measure}`;
@@ -187,7 +201,10 @@ try {
         // A fresh app per scenario: what a scenario measures does not depend on the one
         // run before it in the same process.
         for (const scenario of SCENARIOS) {
-          const app = await startHotPathApp(APP, adapter, variant, redis.url);
+          const app =
+            variant === 'base'
+              ? await startHotPathApp(pathToFileURL(BASELINE_APP!), adapter, 'redis', redis.url)
+              : await startHotPathApp(APP, adapter, variant, redis.url);
           try {
             await measure(app, adapter, variant, scenario, round);
           } finally {
@@ -209,6 +226,7 @@ const names: Record<Variant, string> = {
   quiet: "this library on Redis with headers: 'none'",
   memory: 'this library on the embedded store',
   metrics: 'this library on Redis with metrics on (Prometheus exporter)',
+  base: `the baseline build on Redis (IETF headers): ${BASELINE_APP}`,
 };
 for (const adapter of ADAPTERS) {
   for (const scenario of SCENARIOS) {
