@@ -16,12 +16,15 @@
  * (rate-limiter-flexible for the fixed window, else the minimal script).
  *
  * DECIDE_BASELINE=<another build's dist/lib> adds that build's library as a variant (e.g.
- * /tmp/base/dist/lib of an older commit), measured in the same interleaved run.
+ * /tmp/base/dist/lib of an older commit), measured in the same interleaved run; a build from
+ * before the lib/ restructure (#18: lib/limiter, lib/config, lib/stores/redis) is found at its
+ * old paths.
  *
  *   npm run bench:decide   (DECIDE_REQUESTS, DECIDE_ROUNDS, DECIDE_IN_FLIGHT,
  *                           DECIDE_PRESENT_KEYS, DECIDE_ROWS: labels, comma-separated;
  *                           DECIDE_BASELINE)
  */
+import { existsSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { type Algorithm, ALGORITHMS, type RateLimitPolicy } from '../lib/index.js';
 import { RateLimiter } from '../lib/limiter/rate-limiter.service.js';
@@ -99,10 +102,18 @@ const limiter = new RateLimiter(options, new RedisStore(client, false));
 const closers: (() => void)[] = [() => client.disconnect(), () => admin.disconnect()];
 let baseline: RateLimiter | undefined;
 if (BASELINE) {
-  const load = async (path: string) => import(`${BASELINE}/${path}`);
-  const { RateLimiter: Limiter } = await load('limiter/rate-limiter.service.js');
-  const { resolveOptions: resolve } = await load('config/resolved-options.js');
-  const { RedisStore: Store } = await load('stores/redis/redis.store.js');
+  /** The first of `paths` the build has (now, then before the restructure). */
+  const load = async (...paths: string[]) =>
+    import(`${BASELINE}/${paths.find((path) => existsSync(`${BASELINE}/${path}`)) ?? paths[0]}`);
+  const { RateLimiter: Limiter } = await load(
+    'limiter/rate-limiter.service.js',
+    'rate-limiter.service.js',
+  );
+  const { resolveOptions: resolve } = await load(
+    'config/resolved-options.js',
+    'resolved-options.js',
+  );
+  const { RedisStore: Store } = await load('stores/redis/redis.store.js', 'stores/redis.store.js');
   // A client of its own, so that neither build's calls wait in the other's auto-pipeline.
   const own = new Redis(redis.url, clientOptions);
   closers.push(() => own.disconnect());
