@@ -104,6 +104,15 @@ const START_WITH_URL = `
     }
   })();`;
 
+/** Runs LOAD_AND_START in the app at `dir`, loading the package through `how`. */
+const loadAndStart = (dir: string, how: string) =>
+  run(
+    process.execPath,
+    ['--input-type=commonjs', '-e', LOAD_AND_START],
+    dir,
+    childEnv({ HOW: how }),
+  );
+
 describe.each(FIXTURES)('compatibility: $title', (fixture) => {
   let dir: string;
   const tsc = (tsconfig: string) =>
@@ -125,12 +134,7 @@ describe.each(FIXTURES)('compatibility: $title', (fixture) => {
   it.each(['import', 'require'])(
     "starts RateLimitModule on this app's Nest and ioredis when loaded through %s",
     async (how) => {
-      const { stdout } = await run(
-        process.execPath,
-        ['--input-type=commonjs', '-e', LOAD_AND_START],
-        dir,
-        childEnv({ HOW: how }),
-      );
+      const { stdout } = await loadAndStart(dir, how);
       expect(stdout).toContain(`started through ${how}`);
     },
     STEP_TIMEOUT_MS,
@@ -250,12 +254,7 @@ describe('compatibility: Nest 11, CommonJS, Express, no Redis client (embedded s
   it.each(['import', 'require'])(
     'starts RateLimitModule.forRoot({}) without ioredis when loaded through %s',
     async (how) => {
-      const { stdout } = await run(
-        process.execPath,
-        ['--input-type=commonjs', '-e', LOAD_AND_START],
-        dir,
-        childEnv({ HOW: how }),
-      );
+      const { stdout } = await loadAndStart(dir, how);
       expect(stdout).toContain(`started through ${how}`);
     },
     STEP_TIMEOUT_MS,

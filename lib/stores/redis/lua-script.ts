@@ -35,7 +35,7 @@ const stepName = (algorithm: Algorithm) => algorithm.replaceAll('-', '_');
  * are fixed and its script is too: each value written in spares Redis an argument and its
  * conversion on every call (bench:decide: about a tenth of Redis's CPU per decision).
  */
-export type Baked = 'none' | 'values' | 'all';
+export type InlinedValues = 'none' | 'values' | 'all';
 
 /** What composing needs of a policy. */
 export type ScriptPolicy = Pick<ResolvedPolicy, 'algorithm' | 'blockMs' | 'scriptArgs'>;
@@ -43,17 +43,17 @@ export type ScriptPolicy = Pick<ResolvedPolicy, 'algorithm' | 'blockMs' | 'scrip
 /**
  * The script for one route's policies, in one variant: the prelude, lua/common.lua, each
  * algorithm's file once, the binding of the policies to their steps with their values
- * (literals or ARGV, see Baked), and the entry. Only what the route needs is defined on each
+ * (literals or ARGV, see InlinedValues), and the entry. Only what the route needs is defined on each
  * call, and a single policy takes the entry without tables (its binding: locals `step`,
  * `limit`, `window`, `burst`, `cost`; several: `policy(i, charge, a, b)` running policy i's
  * step, and the tables decide.lua fills, at their full size). Policies with a block
  * duration get their step wrapped by lua/block.lua; only their scripts contain it.
- * `costs` are read only when `baked` is 'all'.
+ * `costs` are read only when `inlined` is 'all'.
  */
 export function composeDecideScript(
   policies: readonly ScriptPolicy[],
   variant: ScriptVariant = 'general',
-  baked: Baked = 'none',
+  inlined: InlinedValues = 'none',
   costs: readonly number[] = [],
 ): string {
   const algorithms = policies.map((policy) => policy.algorithm);
@@ -64,12 +64,12 @@ export function composeDecideScript(
   let blockKey = policies.length;
   // The same order as scriptArguments sends what is not written in.
   const argument = () => `ARGV[${++at}] + 0`;
-  const value = (literal: string) => (baked === 'none' ? argument() : literal);
+  const value = (literal: string) => (inlined === 'none' ? argument() : literal);
   const bindings = policies.map(({ algorithm, scriptArgs, blockMs }, i) => {
     const limit = value(scriptArgs[0]);
     const window = value(scriptArgs[1]);
     const burst = takesBurst(algorithm) ? value(scriptArgs[2]) : 'nil';
-    const cost = baked === 'all' ? String(costs[i]) : argument();
+    const cost = inlined === 'all' ? String(costs[i]) : argument();
     const values = `${limit}, ${window}, ${burst}, ${cost}`;
     const step =
       blockMs > 0
@@ -110,7 +110,7 @@ export const variantFor = (request: DecideRequest, mode: ScriptMode): ScriptVari
 
 /**
  * Whether `request`'s costs are its policies' own (a number each, not a function's answer,
- * nor a cost the caller gave): then a script may hold them as literals (Baked 'all').
+ * nor a cost the caller gave): then a script may hold them as literals (InlinedValues 'all').
  */
 export function costsAreStatic(request: DecideRequest): boolean {
   const { policies, costs } = request;
@@ -121,7 +121,7 @@ export function costsAreStatic(request: DecideRequest): boolean {
 /**
  * The script's keys and arguments for `request`, in the layout the preludes describe: the
  * policies' keys, then the block keys of those with a block duration; the variant's leading
- * values, then per policy what the script does not hold (see Baked): limit, window, burst
+ * values, then per policy what the script does not hold (see InlinedValues): limit, window, burst
  * (buckets only), cost and block (if any). EVAL takes `keyCount(request.policies)` of them
  * as keys. Appended to `args`, which are returned.
  */
@@ -129,7 +129,7 @@ export function scriptArguments(
   request: DecideRequest,
   mode: ScriptMode,
   variant: ScriptVariant,
-  baked: Baked = 'none',
+  inlined: InlinedValues = 'none',
   args: (string | number)[] = [],
 ): (string | number)[] {
   const { keys, policies, costs } = request;
@@ -140,10 +140,10 @@ export function scriptArguments(
   const wantedUntil = wantedUntilArgument(request.wantedUntil);
   if (variant === 'consume') args.push(wantedUntil);
   else args.push(mode, request.now ?? '', request.ttlFloorMs, wantedUntil);
-  if (baked === 'all') return args;
+  if (inlined === 'all') return args;
   for (let i = 0; i < policies.length; i++) {
     const { algorithm, scriptArgs, blockMs } = policies[i];
-    if (baked === 'values') {
+    if (inlined === 'values') {
       args.push(costs[i]);
       continue;
     }
@@ -181,19 +181,19 @@ export function keyCount(policies: readonly ResolvedPolicy[]): number {
 }
 
 /**
- * The script id of these policies as `baked` holds them: their algorithms and which of them
+ * The script id of these policies as `inlined` holds them: their algorithms and which of them
  * block, and what the script holds as literals (values, and costs).
  */
 export function scriptIdOf(
   policies: readonly ResolvedPolicy[],
-  baked: Baked = 'none',
+  inlined: InlinedValues = 'none',
   costs: readonly number[] = [],
 ): string {
   return policies
     .map((p, i) => {
       let id = p.blockMs > 0 ? `${p.algorithm}+block` : p.algorithm;
-      if (baked !== 'none') id += `:${p.scriptArgs.join(':')}:${p.blockMs}`;
-      if (baked === 'all') id += `*${costs[i]}`;
+      if (inlined !== 'none') id += `:${p.scriptArgs.join(':')}:${p.blockMs}`;
+      if (inlined === 'all') id += `*${costs[i]}`;
       return id;
     })
     .join(',');

@@ -3,7 +3,7 @@ import type { Cluster, Redis } from 'ioredis';
 import type { ResolvedPolicy } from '../../interfaces/resolved-policy.interface.js';
 import { BLOCK_KEY_SUFFIX } from '../store-keys.js';
 import {
-  type Baked,
+  type InlinedValues,
   composeDecideScript,
   costsAreStatic,
   keyCount,
@@ -29,19 +29,19 @@ import { STALE_DECISION } from '../../interfaces/rate-limit-store.interface.js';
 type ScriptReply = (number | string)[];
 
 /**
- * How many scripts may hold their route's values as literals (see Baked): one per route and
+ * How many scripts may hold their route's values as literals (see InlinedValues): one per route and
  * variant, and per distinct limit a per-request limit gives, as long as they are few; past
  * this many, further ones take their values as arguments, so that neither Redis's script
  * cache nor this store's grows without bound with limits that vary per call.
  */
-const BAKED_SCRIPTS_KEPT = 64;
+const INLINED_SCRIPTS_KEPT = 64;
 
 /** A script composed for one route's policies, with its SHA1 for EVALSHA. */
 interface DecideScript {
   readonly lua: string;
   readonly sha: string;
   /** What it holds as literals, so what the call must send. */
-  readonly baked: Baked;
+  readonly inlined: InlinedValues;
   /** How many of its arguments are keys (keyCount), as sent. */
   readonly keyCount: string;
   /** Sent with EVAL on the current connection, so that server has it cached. */
@@ -77,7 +77,7 @@ export class RedisStore implements RateLimitStore {
     staticCosts: boolean;
     script: DecideScript | undefined;
   } = { policies: [], variant: 'consume', staticCosts: true, script: undefined };
-  private baked = 0;
+  private scriptsWithLiterals = 0;
   private readonly isCluster: boolean;
   private readonly send: ScriptCall;
   /** The arguments of the EVALSHA being sent: `send` copies them, so one array serves every call. */
@@ -159,7 +159,7 @@ export class RedisStore implements RateLimitStore {
     args[1] = script.keyCount;
     // Shortened, not emptied: emptied, V8 would free the room the next call needs.
     args.length = 2;
-    scriptArguments(request, mode, variant, script.baked, args);
+    scriptArguments(request, mode, variant, script.inlined, args);
     return this.send('evalsha', args).then(toDecision, (error) => {
       // A restart, failover or SCRIPT FLUSH empties the script cache; EVAL refills it.
       if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
@@ -175,7 +175,7 @@ export class RedisStore implements RateLimitStore {
     variant: ScriptVariant,
   ): Promise<unknown> {
     const args: (string | number)[] = [script.lua, script.keyCount];
-    return this.send('eval', scriptArguments(request, mode, variant, script.baked, args));
+    return this.send('eval', scriptArguments(request, mode, variant, script.inlined, args));
   }
 
   /** The script for this request's policies in this variant, composed the first time. */
@@ -202,21 +202,21 @@ export class RedisStore implements RateLimitStore {
   ): DecideScript {
     const { policies, costs } = request;
     const scripts = this.scripts[variant];
-    let baked: Baked = staticCosts ? 'all' : 'values';
-    let id = scriptIdOf(policies, baked, costs);
+    let inlined: InlinedValues = staticCosts ? 'all' : 'values';
+    let id = scriptIdOf(policies, inlined, costs);
     let script = scripts.get(id);
     if (script) return script;
-    if (this.baked >= BAKED_SCRIPTS_KEPT) {
-      baked = 'none';
+    if (this.scriptsWithLiterals >= INLINED_SCRIPTS_KEPT) {
+      inlined = 'none';
       id = scriptIdOf(policies);
       script = scripts.get(id);
       if (script) return script;
     } else {
-      this.baked++;
+      this.scriptsWithLiterals++;
     }
-    const lua = composeDecideScript(policies, variant, baked, costs);
+    const lua = composeDecideScript(policies, variant, inlined, costs);
     const sha = createHash('sha1').update(lua).digest('hex');
-    script = { lua, sha, baked, keyCount: String(keyCount(policies)), loaded: false };
+    script = { lua, sha, inlined, keyCount: String(keyCount(policies)), loaded: false };
     scripts.set(id, script);
     return script;
   }

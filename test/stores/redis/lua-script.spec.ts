@@ -1,7 +1,7 @@
 import type { RateLimitPolicy } from '../../../lib/interfaces/rate-limit-policy.interface.js';
 import { resolvePolicies } from '../../../lib/config/resolved-policy.js';
 import {
-  type Baked,
+  type InlinedValues,
   composeDecideScript,
   type ScriptVariant,
 } from '../../../lib/stores/redis/lua-script.js';
@@ -18,19 +18,19 @@ describe('composeDecideScript', () => {
     'two policies': [lone, other],
   };
   const variants: ScriptVariant[] = ['consume', 'general'];
-  const bakes: Baked[] = ['none', 'values', 'all'];
+  const inlinings: InlinedValues[] = ['none', 'values', 'all'];
 
   it.each(Object.entries(routes))(
     'reads a block only in the scripts of routes with a blockDuration policy (%s)',
     (_, policies) => {
       const costs = policies.map(() => 1);
       for (const variant of variants) {
-        for (const baked of bakes) {
-          const plain = composeDecideScript(route(...policies), variant, baked, costs);
+        for (const inlined of inlinings) {
+          const plain = composeDecideScript(route(...policies), variant, inlined, costs);
           const blocking = composeDecideScript(
             route({ ...policies[0], blockDuration: 60_000 }, ...policies.slice(1)),
             variant,
-            baked,
+            inlined,
             costs,
           );
           expect(plain).not.toContain(LUA_SOURCES.block);

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { ALGORITHMS, type RateLimitPolicy } from '../../../lib/index.js';
 import { resolvePolicies } from '../../../lib/config/resolved-policy.js';
 import {
-  type Baked,
+  type InlinedValues,
   composeDecideScript,
   keyCount,
   type ScriptMode,
@@ -16,11 +16,11 @@ import type { ResolvedPolicy } from '../../../lib/interfaces/resolved-policy.int
 
 /**
  * The store's two shortcuts must answer exactly as the plain script does: a route's values
- * (and costs) written into its script as literals (Baked 'values', 'all') rather than sent,
+ * (and costs) written into its script as literals (InlinedValues 'values', 'all') rather than sent,
  * and lua/prelude-consume.lua, which reads Redis TIME and takes no mode, clock or TTL floor,
  * rather than lua/prelude.lua given the same time as the caller's clock. Random traces of
  * (time, policies, cost, mode) run through every form of the script, each on keys of its
- * own; every reply must match the plain one (Baked 'none', prelude.lua) field for field, and
+ * own; every reply must match the plain one (InlinedValues 'none', prelude.lua) field for field, and
  * every key the same state and expiry. A stub put before every form's script makes Redis
  * TIME the trace's time (read from a key of the test), and puts every expiry an hour later:
  * expiries run in real time, not the trace's, and the forms' keys are written milliseconds
@@ -51,17 +51,17 @@ local redis = setmetatable({
 
 interface Form {
   readonly variant: ScriptVariant;
-  readonly baked: Baked;
+  readonly inlined: InlinedValues;
 }
-const PLAIN: Form = { variant: 'general', baked: 'none' };
+const PLAIN: Form = { variant: 'general', inlined: 'none' };
 const SHORTCUTS: readonly Form[] = [
-  { variant: 'general', baked: 'values' },
-  { variant: 'general', baked: 'all' },
-  { variant: 'consume', baked: 'none' },
-  { variant: 'consume', baked: 'values' },
-  { variant: 'consume', baked: 'all' },
+  { variant: 'general', inlined: 'values' },
+  { variant: 'general', inlined: 'all' },
+  { variant: 'consume', inlined: 'none' },
+  { variant: 'consume', inlined: 'values' },
+  { variant: 'consume', inlined: 'all' },
 ];
-const formName = ({ variant, baked }: Form) => `${variant}/${baked}`;
+const formName = ({ variant, inlined }: Form) => `${variant}/${inlined}`;
 
 function randomRoute(next: () => number, route: number): ResolvedPolicy[] {
   const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)];
@@ -100,7 +100,7 @@ describe('script shortcuts answer as the plain script', () => {
     ]);
     let lua = scripts.get(id);
     if (!lua) {
-      lua = AS_TRACE_TIME + composeDecideScript(policies, form.variant, form.baked, costs);
+      lua = AS_TRACE_TIME + composeDecideScript(policies, form.variant, form.inlined, costs);
       scripts.set(id, lua);
     }
     const request = {
@@ -112,7 +112,7 @@ describe('script shortcuts answer as the plain script', () => {
       ttlFloorMs: 0,
       wantedUntil: undefined,
     };
-    const args = scriptArguments(request, mode, form.variant, form.baked);
+    const args = scriptArguments(request, mode, form.variant, form.inlined);
     return admin.eval(lua, keyCount(policies), ...args);
   };
 
