@@ -8,6 +8,7 @@ export const ALGORITHMS = [
   'sliding-window-log',
   'sliding-window-counter',
 ] as const;
+/** One of ALGORITHMS: how a policy counts. */
 export type Algorithm = (typeof ALGORITHMS)[number];
 
 /**

@@ -21,6 +21,7 @@ export interface DecideRequest {
   readonly wantedUntil?: number;
 }
 
+/** A store's answer for one policy of a request (the limiter adds the policy's name and sizes). */
 export interface PolicyVerdict {
   readonly allowed: boolean;
   readonly remaining: number;
@@ -29,6 +30,7 @@ export interface PolicyVerdict {
   readonly delayMs: number;
 }
 
+/** A store's answer to a DecideRequest: all policies admitted or not, and each one's verdict. */
 export interface StoreDecision {
   readonly allowed: boolean;
   /** One per policy; empty when `stale`. */

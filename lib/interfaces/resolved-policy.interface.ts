@@ -6,6 +6,7 @@ import type {
   LimitResolver,
 } from './rate-limit-policy.interface.js';
 
+/** A policy's `cost` as a function of the request. */
 export type CostResolver = (context: ExecutionContext) => number | Promise<number>;
 
 /** A policy validated and prepared once, so that deciding a request only reads it. */
