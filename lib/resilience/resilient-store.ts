@@ -50,6 +50,8 @@ type Finish<Q extends ResilientRequest, R> = (decision: StoreDecision, request: 
 export class ResilientStore {
   private readonly silence = new SilenceDetector();
   private lastFailure = '';
+  /** Set by close(): no probe starts after it. */
+  private closed = false;
   private readonly breaker: CircuitBreaker | undefined;
   private readonly local: LocalFallback | undefined;
   /** Set when the store can tell its time: then decisions carry `wantedUntil`. */
@@ -62,7 +64,12 @@ export class ResilientStore {
     private readonly logger: Logger,
   ) {
     const { breaker, instances } = options;
-    this.breaker = breaker && new CircuitBreaker(breaker, (open) => this.reportBreaker(open));
+    this.breaker =
+      breaker &&
+      new CircuitBreaker(breaker, (open) => {
+        this.reportBreaker(open);
+        if (open) this.probeWhileOpen();
+      });
     this.local = instances === undefined ? undefined : new LocalFallback(instances);
     this.clock = store.time && new StoreClock(() => store.time!());
     this.localLog = new ThrottledLog(logger);
@@ -100,6 +107,7 @@ export class ResilientStore {
   }
 
   close(): Promise<void> {
+    this.closed = true;
     return this.local?.close() ?? Promise.resolve();
   }
 
@@ -205,11 +213,40 @@ export class ResilientStore {
     this.breaker?.succeeded();
   }
 
-  /** A failed call counts against the breaker. */
+  /**
+   * Only silence counts against the breaker: a call that failed fast (an error reply, a
+   * connection refused) cost no waiting, and proves the store can answer, so it closes an
+   * open breaker as a success would. Requests then fail fast on their own until the store
+   * decides again, and decide on it the moment it does.
+   */
   private failed(error: unknown, pass: BreakerPass, askedAt: number): void {
     this.options.metrics?.storeFailed(failureKind(error), askedAt);
     this.lastFailure = error instanceof Error ? error.message : String(error);
-    this.breaker?.failed(pass);
+    if (error instanceof DeadlineExceededError) this.breaker?.failed(pass);
+    else this.breaker?.succeeded();
+  }
+
+  /**
+   * While the breaker is open, asks the store its time, one call at a time, so that the first
+   * answer after a stall closes the breaker at once instead of at the next request's probe
+   * (up to halfOpenAfter later). A call that times out has waited a whole deadline: the next
+   * goes at once. Stores without time() are probed by requests only.
+   */
+  private probeWhileOpen(): void {
+    const { store, breaker } = this;
+    if (!store.time || !breaker?.isOpen || this.closed) return;
+    const { timeout } = this.options;
+    const askedAt = performance.now();
+    void this.silence.withDeadline(
+      callStore(store, store.time, undefined),
+      { wantedFor: timeout, timeout, maxWait: timeout },
+      askedAt,
+      () => breaker.succeeded(),
+      (error: unknown) => {
+        if (error instanceof DeadlineExceededError) this.probeWhileOpen();
+        else breaker.succeeded();
+      },
+    );
   }
 
   /** A decision the store could not make: the local fallback makes it, if there is one. */
@@ -246,8 +283,11 @@ export class ResilientStore {
     const { breaker, failureMode } = this.options;
     if (open) {
       this.logger.warn(
-        `Rate limit store failed ${breaker!.failures} times in a row (${this.lastFailure}): circuit breaker open, ` +
-          `decisions take failureMode '${failureMode}' at once; one probe every ${breaker!.halfOpenAfter} ms`,
+        `Rate limit store silent ${breaker!.failures} times in a row (${this.lastFailure}): circuit breaker open, ` +
+          `decisions take failureMode '${failureMode}' at once until it answers; ` +
+          (this.store.time
+            ? 'probing it in the background'
+            : `one probe every ${breaker!.halfOpenAfter} ms`),
       );
     } else {
       this.logger.log('Rate limit store answering again: circuit breaker closed');

@@ -166,18 +166,17 @@ describe.each<AdapterKind>(['express', 'fastify'])('metrics over HTTP with %s', 
 
       expect(await open.counts()).toEqual({
         ...ANSWERED_THEN_THREE_FAILED_OPEN,
-        // The default breaker opens after three failures: the service's call is refused.
-        'store.operation.duration disconnected': 3,
-        'store.failures disconnected': 3,
-        'store.failures circuit_open': 1,
+        // A connection refused fails fast: it never opens the breaker, so the service's call
+        // is put to the store too.
+        'store.operation.duration disconnected': 4,
+        'store.failures disconnected': 4,
       });
       expect(await closed.counts()).toEqual({
         'decisions MeteredController.trial main failed_closed': 3,
         'decisions MeteredController.trial trial failed_closed': 3,
-        // The first /trial sends its two calls together; both fail and the breaker opens.
-        'store.operation.duration disconnected': 2,
-        'store.failures disconnected': 2,
-        'store.failures circuit_open': 4,
+        // Each /trial sends its two calls together; all fail fast, none opens the breaker.
+        'store.operation.duration disconnected': 6,
+        'store.failures disconnected': 6,
       });
       const { resourceMetrics } = await open.reader.collect();
       expect(resourceMetrics.scopeMetrics.map((scope) => scope.scope.name)).toEqual([
