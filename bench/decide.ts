@@ -12,13 +12,14 @@
  * Redis's cost per decision is its main thread's CPU (INFO cpu) and the top-level scripts'
  * time (INFO commandstats, EVAL and EVALSHA lines only: it also lists the commands run
  * inside scripts, whose time is already in theirs). Variants and populations are
- * interleaved round by round; medians are reported, with ratios to the row's reference
- * (rate-limiter-flexible for the fixed window, else the minimal script).
+ * interleaved round by round, a row's variants in an order rotated each round; medians are
+ * reported, with ratios to the row's reference (rate-limiter-flexible for the fixed window,
+ * else the minimal script).
  *
  * DECIDE_BASELINE=<another build's dist/lib> adds that build's library as a variant (e.g.
- * /tmp/base/dist/lib of an older commit), measured in the same interleaved run; a build from
- * before the lib/ restructure (#18: lib/limiter, lib/config, lib/stores/redis) is found at its
- * old paths.
+ * /tmp/base/dist/lib of an older commit), measured in the same interleaved run, and a second
+ * table of the library against it (medians of each round's ratio); a build from before the
+ * lib/ restructure (#18: lib/limiter, lib/config, lib/stores/redis) is found at its old paths.
  *
  *   npm run bench:decide   (DECIDE_REQUESTS, DECIDE_ROUNDS, DECIDE_IN_FLIGHT,
  *                           DECIDE_PRESENT_KEYS, DECIDE_ROWS: labels, comma-separated;
@@ -247,7 +248,10 @@ try {
   for (let round = 0; round <= ROUNDS; round++) {
     for (const [row, variants] of rows) {
       for (const population of POPULATIONS) {
-        for (const [variant, call] of Object.entries(variants)) {
+        // Rotated each round, so that no variant always runs right after another.
+        const entries = Object.entries(variants);
+        const rotated = entries.map((_, i) => entries[(i + round) % entries.length]);
+        for (const [variant, call] of rotated) {
           const sample = await measure(call, round === 0 ? REQUESTS / 5 : REQUESTS, population);
           if (round === 0) continue;
           const id = `${row}|${population}|${variant}`;
@@ -299,6 +303,45 @@ for (const [row, variants] of rows) {
       console.log(
         `| ${row} | ${population} | ${name} | ${cell('perSecond', 0)} | ${at('nodeMicros').toFixed(1)} | ` +
           `${cell('redisCpuMicros', 2)} | ${cell('redisMicros', 2)} |`,
+      );
+    }
+  }
+}
+
+if (baseline) {
+  /** The median over rounds of the library's figure over the baseline's in the same round. */
+  const ratio = (id: string, field: keyof Sample) => {
+    const own = samples.get(`${id}|library`)!;
+    const base = samples.get(`${id}|library (baseline)`)!;
+    return median(own.map((sample, round) => sample[field] / base[round][field]));
+  };
+  console.log(
+    `\nThe library against the baseline (${BASELINE}): medians, and the median of each ` +
+      `round's ratio library / baseline\n`,
+  );
+  const headings = [
+    'row',
+    'keys',
+    'decisions/s: baseline / library',
+    'ratio',
+    'Redis CPU µs: baseline / library',
+    'ratio',
+    'EVALSHA µs: baseline / library',
+    'ratio',
+    'Node µs: baseline / library',
+  ];
+  console.log(`| ${headings.join(' | ')} |\n|${headings.map(() => '---|').join('')}`);
+  for (const [row] of rows) {
+    for (const population of POPULATIONS) {
+      const id = `${row}|${population}`;
+      const pair = (field: keyof Sample, digits: number) =>
+        `${medianOf(`${id}|library (baseline)`, field).toFixed(digits)} / ` +
+        `${medianOf(`${id}|library`, field).toFixed(digits)}`;
+      const cells = (field: keyof Sample, digits: number) =>
+        `${pair(field, digits)} | ${ratio(id, field).toFixed(3)}x`;
+      console.log(
+        `| ${row} | ${population} | ${cells('perSecond', 0)} | ${cells('redisCpuMicros', 2)} | ` +
+          `${cells('redisMicros', 2)} | ${pair('nodeMicros', 1)} |`,
       );
     }
   }
