@@ -13,7 +13,8 @@
  * - `metrics`: as `redis` with the `metrics` option on (Prometheus exporter);
  * - `base`: only with HOT_PATH_BASELINE_APP=<another build's built hot-path app, e.g.
  *   /tmp/base/dist/bench/hot-path-app.js of an older commit>: that app's `redis` variant,
- *   interleaved with the rest (the older app may ignore HOT_PATH_ALGORITHM);
+ *   interleaved with the rest (the older app may ignore HOT_PATH_ALGORITHM), and a table of
+ *   `redis` against it;
  * in two scenarios:
  * - `distinct`: every request from a new client key (an `x-client` header the app keys
  *   by, for every variant alike), all admitted: the whole decision on every request;
@@ -255,6 +256,25 @@ for (const adapter of ADAPTERS) {
       console.log(
         `| ${names[variant]} | ${median(own).toFixed(0)} | ${ratio(none)} | ${ratio(bare)} | ${ratio(flexible)} | ${cpu('app')} / ${cpu('redis')} | ${appRatio} | ${undecided} |`,
       );
+    }
+  }
+}
+
+if (VARIANTS.includes('base') && VARIANTS.includes('redis')) {
+  console.log(
+    `\nthis library on Redis against the baseline build (${BASELINE_APP}), ${ALGORITHM}: ` +
+      "medians, and the median of each round's ratio redis / base\n" +
+      '| adapter | scenario | req/s: base / redis | ratio | app CPU µs per request: base / redis | ratio |\n|---|---|---|---|---|---|',
+  );
+  for (const adapter of ADAPTERS) {
+    for (const scenario of SCENARIOS) {
+      const cells = (measure: string, digits: number) => {
+        const own = series(adapter, scenario, 'redis', measure);
+        const base = series(adapter, scenario, 'base', measure);
+        const ratio = median(own.map((value, round) => value / base[round]));
+        return `${median(base).toFixed(digits)} / ${median(own).toFixed(digits)} | ${ratio.toFixed(3)}x`;
+      };
+      console.log(`| ${adapter} | ${scenario} | ${cells('rate', 0)} | ${cells('app', 1)} |`);
     }
   }
 }
