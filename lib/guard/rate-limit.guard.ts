@@ -45,7 +45,6 @@ import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js'
 @SetMetadata(RATE_LIMIT_GUARD_METADATA, true)
 export class RateLimitGuard implements CanActivate {
   protected readonly logger = new Logger('RateLimit');
-  private readonly failureLog = new ThrottledLog(this.logger);
   private readonly dryRunLog = new ThrottledLog(this.logger);
   private readonly contextTypes: ReadonlySet<string>;
   private readonly keyBy: KeyResolver;
@@ -234,11 +233,8 @@ export class RateLimitGuard implements CanActivate {
     error: RateLimitUnavailableException,
     failureMode: FailureMode = this.options.failureMode,
   ): boolean {
-    const open = failureMode === 'open';
-    this.failureLog.warn(
-      `${error.message}; ${open ? 'admitting requests' : 'answering 503'} (failureMode '${failureMode}')`,
-    );
-    if (open) return true;
+    // The outage is logged where the store's calls are seen (see OutageLog), once.
+    if (failureMode === 'open') return true;
     this.setRetryAfter(context, error.retryAfter);
     throw this.responses.unavailable(context, error);
   }

@@ -10,7 +10,7 @@ import type {
   RateLimitStore,
   StoreDecision,
 } from '../interfaces/rate-limit-store.interface.js';
-import { ThrottledLog } from '../observability/throttled-log.js';
+import { OutageLog } from './outage-log.js';
 import type { FailureMode } from '../interfaces/rate-limit-policy.interface.js';
 import { failureKind } from './store-failure-kind.js';
 
@@ -56,7 +56,7 @@ export class ResilientStore {
   private readonly local: LocalFallback | undefined;
   /** Set when the store can tell its time: then decisions carry `wantedUntil`. */
   private readonly clock: StoreClock | undefined;
-  private readonly localLog: ThrottledLog;
+  private readonly outage: OutageLog;
 
   constructor(
     private readonly store: RateLimitStore,
@@ -72,7 +72,14 @@ export class ResilientStore {
       });
     this.local = instances === undefined ? undefined : new LocalFallback(instances);
     this.clock = store.time && new StoreClock(() => store.time!());
-    this.localLog = new ThrottledLog(logger);
+    const local =
+      instances === undefined
+        ? ''
+        : ` (deciding locally at 1/${instances} of each limit where it is 'local')`;
+    this.outage = new OutageLog(
+      logger,
+      `failureMode '${options.failureMode}' applies until it answers${local}`,
+    );
   }
 
   /**
@@ -205,11 +212,13 @@ export class ResilientStore {
   private refused(askedAt: number): CircuitOpenError {
     const error = new CircuitOpenError(`circuit breaker open (last failure: ${this.lastFailure})`);
     this.options.metrics?.storeFailed('circuit_open', askedAt);
+    this.outage.failed(error);
     return error;
   }
 
   private succeeded(askedAt: number): void {
     this.options.metrics?.storeAnswered(askedAt);
+    this.outage.answered();
     this.breaker?.succeeded();
   }
 
@@ -222,6 +231,7 @@ export class ResilientStore {
   private failed(error: unknown, pass: BreakerPass, askedAt: number): void {
     this.options.metrics?.storeFailed(failureKind(error), askedAt);
     this.lastFailure = error instanceof Error ? error.message : String(error);
+    this.outage.failed(error);
     if (error instanceof DeadlineExceededError) this.breaker?.failed(pass);
     else this.breaker?.succeeded();
   }
@@ -256,7 +266,7 @@ export class ResilientStore {
     finish: Finish<Q, R>,
   ): Promise<R> {
     if (this.local && request.failureMode === 'local') {
-      return this.decideLocally(request, error).then((decision) => finish(decision, request));
+      return this.decideLocally(request).then((decision) => finish(decision, request));
     }
     return Promise.reject(this.unavailable(error));
   }
@@ -271,11 +281,7 @@ export class ResilientStore {
     );
   }
 
-  private decideLocally(request: DecideRequest, error: unknown): Promise<StoreDecision> {
-    const reason = error instanceof Error ? error.message : String(error);
-    this.localLog.warn(
-      `Rate limit store unavailable: ${reason}; deciding locally at 1/${this.options.instances} of each limit (failureMode 'local')`,
-    );
+  private decideLocally(request: DecideRequest): Promise<StoreDecision> {
     return this.local!.decide(request).then((decision) => ({ ...decision, local: true }));
   }
 

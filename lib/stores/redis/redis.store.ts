@@ -83,6 +83,12 @@ export class RedisStore implements RateLimitStore {
   /** The arguments of the EVALSHA being sent: `send` copies them, so one array serves every call. */
   private readonly args: (string | number)[] = [];
 
+  /**
+   * The last error a client the store owns reported (NOAUTH, WRONGPASS, a refused
+   * connection), until it is ready again: what a refusal names as the cause.
+   */
+  private lastError: string | undefined;
+
   /** @param owned the store closes the client only if it created it */
   constructor(
     private readonly client: Redis | Cluster,
@@ -93,6 +99,11 @@ export class RedisStore implements RateLimitStore {
     this.isCluster = client.isCluster;
     this.send = scriptCall(client);
     client.on('ready', this.forgetLoadedScripts);
+    // A client the app owns keeps its own error handling: no listener of ours on it.
+    if (owned) {
+      client.on('error', (error: Error) => (this.lastError = error.message));
+      client.on('ready', () => (this.lastError = undefined));
+    }
   }
 
   /**
@@ -249,7 +260,8 @@ export class RedisStore implements RateLimitStore {
    */
   private assertConnected(): void {
     if (this.client.status !== 'ready') {
-      throw new Error(`Redis connection is ${this.client.status}`);
+      const cause = this.lastError === undefined ? '' : ` (${this.lastError})`;
+      throw new Error(`Redis connection is ${this.client.status}${cause}`);
     }
   }
 }
