@@ -12,8 +12,7 @@ import type {
   PolicyResult,
   RateLimitDecision,
 } from '../interfaces/rate-limit-decision.interface.js';
-import type { FailureMode, RateLimitPolicy } from '../interfaces/rate-limit-policy.interface.js';
-import { strictestFailureMode } from '../config/failure-mode.js';
+import type { RateLimitPolicy } from '../interfaces/rate-limit-policy.interface.js';
 import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
 import { resolvePolicies } from '../config/resolved-policy.js';
 import { ResilientStore } from '../resilience/resilient-store.js';
@@ -197,7 +196,6 @@ export class RateLimiter implements OnApplicationShutdown {
       now,
       ttlFloorMs: this.ttlFloorMs,
       requestedCosts: costs,
-      failureMode: strictestFailureMode(policies, this.options.failureMode),
       beyondCapacity,
       sentAt,
       generation,
@@ -376,8 +374,6 @@ function isBeyondCapacity(policy: ResolvedPolicy, cost: number): boolean {
 interface LimiterRequest extends DecideRequest {
   /** The costs as asked (`costs` caps them at capacity where that is exceeded). */
   readonly requestedCosts: readonly number[];
-  /** What a store failure means for this decision: the strictest of the policies'. */
-  readonly failureMode: FailureMode;
   /** Some cost exceeds its policy's capacity: denied whatever the store holds. */
   readonly beyondCapacity: boolean;
   /** For the deny cache: when the request was sent, in its clock, and its generation then. */

@@ -16,10 +16,11 @@ const CAUSES: readonly [RegExp, string][] = [
 ];
 
 /**
- * ioredis' words for a command whose connection dropped under it: they name its
- * maxRetriesPerRequest, an option the module sets, not the user, so they are not repeated.
+ * ioredis' words for a command whose connection dropped under it, or that found none: they
+ * name maxRetriesPerRequest and enableOfflineQueue, options the module sets, not the user,
+ * so they are not repeated.
  */
-const DROPPED_UNDER_A_COMMAND = /max retries per request/i;
+const DROPPED_UNDER_A_COMMAND = /max retries per request|stream isn't writeable/i;
 
 /** Why a store call failed, in words: the first cause its message shows, or the message. */
 export function describeFailure(error: unknown): string {

@@ -11,7 +11,7 @@ import type {
   StoreDecision,
 } from '../interfaces/rate-limit-store.interface.js';
 import { OutageLog } from './outage-log.js';
-import type { FailureMode } from '../interfaces/rate-limit-policy.interface.js';
+import { strictestFailureMode } from '../config/failure-mode.js';
 import { failureKind } from './store-failure-kind.js';
 
 /** What the resilient store reads of the module options. */
@@ -29,17 +29,11 @@ export type ResilientStoreOptions = Pick<
  */
 const LATENCY_MARGIN = 4;
 
-/** A request to the store, with what its failure should become. */
-export interface ResilientRequest extends DecideRequest {
-  /** 'local': the local fallback decides it when the store fails; else it fails. */
-  readonly failureMode: FailureMode;
-}
-
 /**
  * Turns the store's decision on `request` into the caller's answer: the request travels
  * with it, so one function can serve every call.
  */
-type Finish<Q extends ResilientRequest, R> = (decision: StoreDecision, request: Q) => R;
+type Finish<Q extends DecideRequest, R> = (decision: StoreDecision, request: Q) => R;
 
 /**
  * Everything between the limiter and its store when things go wrong, in one place: the
@@ -87,7 +81,7 @@ export class ResilientStore {
    * the caller's answer where the decision arrives, saving the caller a promise layer of its
    * own. A failure the local fallback does not take rejects with RateLimitUnavailableException.
    */
-  decide<Q extends ResilientRequest, R>(
+  decide<Q extends DecideRequest, R>(
     request: Q,
     askedAt: number,
     finish: Finish<Q, R>,
@@ -124,7 +118,7 @@ export class ResilientStore {
    * within maxWait. The deadline never gives up before then, and the store, told so as
    * `wantedUntil`, charges nothing after then. A failure goes to the local fallback, if any.
    */
-  private attempt<Q extends ResilientRequest, R>(
+  private attempt<Q extends DecideRequest, R>(
     request: Q,
     askedAt: number,
     maxWait: number,
@@ -155,7 +149,7 @@ export class ResilientStore {
   }
 
   /** What an attempt's answer becomes: the caller's answer, or another attempt if stale. */
-  answered<Q extends ResilientRequest, R>(
+  answered<Q extends DecideRequest, R>(
     attempt: Attempt<Q, R>,
     decision: StoreDecision,
   ): R | Promise<R> {
@@ -166,7 +160,7 @@ export class ResilientStore {
   }
 
   /** What an attempt's failure becomes: the local fallback's decision, or a rejection. */
-  failedAttempt<Q extends ResilientRequest, R>(attempt: Attempt<Q, R>, error: unknown): Promise<R> {
+  failedAttempt<Q extends DecideRequest, R>(attempt: Attempt<Q, R>, error: unknown): Promise<R> {
     this.failed(error, attempt.pass, attempt.startedAt);
     return this.fail(attempt.request, this.named(attempt, error), attempt.finish);
   }
@@ -175,7 +169,7 @@ export class ResilientStore {
    * The deadline names the cap it was given, which for a try after stale answers is only
    * what was left of maxWait: such a try's cap is named as the option, with what led there.
    */
-  private named<Q extends ResilientRequest, R>(attempt: Attempt<Q, R>, error: unknown): unknown {
+  private named<Q extends DecideRequest, R>(attempt: Attempt<Q, R>, error: unknown): unknown {
     const { maxWait } = this.options;
     const capped = performance.now() - attempt.startedAt >= attempt.maxWait;
     if (!(error instanceof DeadlineExceededError) || attempt.maxWait >= maxWait || !capped) {
@@ -192,7 +186,7 @@ export class ResilientStore {
    * yet this process still waits (it was the late one). Ask again within what is left of
    * maxWait (`waitLeft` ms from `askedAt`). Stale though it came back in time, it proves the store's clock moved.
    */
-  private retryStale<Q extends ResilientRequest, R>(
+  private retryStale<Q extends DecideRequest, R>(
     request: Q,
     askedAt: number,
     wantedFor: number,
@@ -260,12 +254,16 @@ export class ResilientStore {
   }
 
   /** A decision the store could not make: the local fallback makes it, if there is one. */
-  private fail<Q extends ResilientRequest, R>(
+  private fail<Q extends DecideRequest, R>(
     request: Q,
     error: unknown,
     finish: Finish<Q, R>,
   ): Promise<R> {
-    if (this.local && request.failureMode === 'local') {
+    // The route's mode is worked out here, on failure only: deciding never pays for it.
+    if (
+      this.local &&
+      strictestFailureMode(request.policies, this.options.failureMode) === 'local'
+    ) {
       return this.decideLocally(request).then((decision) => finish(decision, request));
     }
     return Promise.reject(this.unavailable(error));
@@ -302,7 +300,7 @@ export class ResilientStore {
 }
 
 /** One try at a decision, waiting on the store: all it needs in one object. */
-class Attempt<Q extends ResilientRequest, R> extends WaitingCall<StoreDecision, R> {
+class Attempt<Q extends DecideRequest, R> extends WaitingCall<StoreDecision, R> {
   constructor(
     private readonly owner: ResilientStore,
     readonly request: Q,

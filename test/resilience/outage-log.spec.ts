@@ -31,6 +31,7 @@ describe('describeFailure', () => {
     ["OOM command not allowed when used memory > 'maxmemory'.", /^OOM: Redis is at its maxmemory/],
     ['connect ECONNREFUSED 127.0.0.1:1', /^connection refused/],
     ['Reached the max retries per request limit (which is 0).', /^connection lost/],
+    ["Stream isn't writeable and enableOfflineQueue options is false", /^connection lost$/],
     ['BUSY Redis is busy running a script', /^BUSY Redis is busy/],
   ])('says %p in words', (message, words) => {
     expect(describeFailure(new Error(message))).toMatch(words);
@@ -103,14 +104,15 @@ describe('the outage log on a real Redis', () => {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       expect(failed).toBe(5);
-      // The connection lost under the kill first, then the cause, once each.
+      // The cause in words, once; a lost connection first if a call met the kill itself.
       const warnings = logger.lines.filter((line) => line.startsWith('warn Rate limit store'));
-      expect(warnings).toEqual([
-        expect.stringMatching(/^warn Rate limit store unavailable: connection lost; /),
-        expect.stringMatching(
-          /^warn Rate limit store still unavailable after \d+\.\d s: NOAUTH: Redis requires a password/,
-        ),
-      ]);
+      expect(warnings.length).toBeLessThanOrEqual(2);
+      if (warnings.length === 2) {
+        expect(warnings[0]).toMatch(/^warn Rate limit store unavailable: connection lost[ ;]/);
+      }
+      expect(warnings.at(-1)).toMatch(
+        /^warn Rate limit store (still )?unavailable( after \d+\.\d s)?: NOAUTH: Redis requires a password/,
+      );
       expect(logger.lines.join('\n')).not.toMatch(/max retries per request/);
 
       await sendRawCommand(server.port, ['CONFIG', 'SET', 'requirepass', ''], 1_000, 'secret');
