@@ -2,8 +2,10 @@
 -- Expects  ttl_floor (the prelude's)
 -- Defines  num, ttl, read_state
 -- Every script is compiled once but runs top to bottom on each call, so each function
--- defined here costs an allocation per decision: helpers stay few, and small ones are
--- written out where they are used.
+-- defined here costs an allocation per decision: helpers stay few, small ones are written
+-- out where they are used, and a script holds only those it calls: the store keeps each
+-- helper's paragraph (blank-line separated, its comment and its function) only if the rest
+-- of the script calls it (lib/stores/redis/lua-script.ts).
 
 -- Redis truncates Lua numbers to integers on the way to the client: whole numbers travel as
 -- integers (cheapest), fractions as strings; '%.17g' round-trips a double exactly.

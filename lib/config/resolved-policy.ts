@@ -28,12 +28,14 @@ export interface PolicySource {
 /**
  * In keys. A '2' marks a state layout changed in place of an older one (a hash then, one
  * string now): during a rolling upgrade old and new pods count apart for a window instead
- * of failing on each other's keys with WRONGTYPE.
+ * of failing on each other's keys with WRONGTYPE. The fixed window's '3': its second
+ * string layout (an integer on Redis TIME, lua/fixed-window.lua), which 'fw2' scripts
+ * would misread.
  */
 const ALGORITHM_CODES: Record<Algorithm, string> = {
   'token-bucket': 'tb2',
   'leaky-bucket': 'lb',
-  'fixed-window': 'fw2',
+  'fixed-window': 'fw3',
   'sliding-window-log': 'swl',
   'sliding-window-counter': 'swc2',
 };

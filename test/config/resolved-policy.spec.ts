@@ -145,7 +145,7 @@ describe('resolvePolicies results', () => {
   it.each([
     ['token-bucket', 'tb2', 8],
     ['leaky-bucket', 'lb', 8],
-    ['fixed-window', 'fw2', 5],
+    ['fixed-window', 'fw3', 5],
     ['sliding-window-log', 'swl', 5],
     ['sliding-window-counter', 'swc2', 5],
   ])('%s: key code %s, capacity %d from limit 5 and burst 8', (algorithm, code, capacity) => {
@@ -248,7 +248,7 @@ describe('resolvePolicies with limits per request', () => {
       maxCost: NaN,
       cost: 50,
       scriptArgs: [],
-      keySuffix: ':default:fw2:Shop.buy',
+      keySuffix: ':default:fw3:Shop.buy',
       // The window algorithms ignore burst.
       perRequest: { limit: perPlan, burst: undefined },
     });

@@ -163,9 +163,9 @@ describe('first use', () => {
         },
       );
       const keys = await client.keys('*');
-      // One budget: one key, of the fixed window ('fw2'), with no route in it.
+      // One budget: one key, of the fixed window ('fw3'), with no route in it.
       expect(keys).toHaveLength(1);
-      expect(keys[0]).toMatch(/:default:fw2(?![:\w])/);
+      expect(keys[0]).toMatch(/:default:fw3(?![:\w])/);
       expect(keys[0]).toContain('shared');
     });
 
@@ -176,7 +176,7 @@ describe('first use', () => {
         expect((await running.get('/a', 'apart')).status).toBe(429);
       });
       const keys = await client.keys('*');
-      expect(keys.some((key) => key.includes(':fw2'))).toBe(false);
+      expect(keys.some((key) => key.includes(':fw3'))).toBe(false);
       expect(keys.some((key) => key.includes(':default:swc2:'))).toBe(true);
     });
   });

@@ -54,8 +54,8 @@ describe.each(['express', 'fastify'])('the hot-path bench on %s', (adapter) => {
       expect(library.responses.map((response) => response.status)).toEqual([200, 200, 429]);
       expect(library.responses[2].retryAfter).toBe('<s>');
       expect(library.keys).toEqual([
-        `rl:{hot}:default:${algorithm === 'fixed-window' ? 'fw2' : 'swc2'}:PingController.hot`,
-        `rl:{roomy}:default:${algorithm === 'fixed-window' ? 'fw2' : 'swc2'}:PingController.ping`,
+        `rl:{hot}:default:${algorithm === 'fixed-window' ? 'fw3' : 'swc2'}:PingController.hot`,
+        `rl:{roomy}:default:${algorithm === 'fixed-window' ? 'fw3' : 'swc2'}:PingController.ping`,
       ]);
       expect(await asked(adapter, 'bare', algorithm)).toEqual(library);
     },
@@ -64,8 +64,8 @@ describe.each(['express', 'fastify'])('the hot-path bench on %s', (adapter) => {
 
   it('runs the fixed window unless told otherwise', async () => {
     expect((await asked(adapter, 'redis')).keys).toEqual([
-      'rl:{hot}:default:fw2:PingController.hot',
-      'rl:{roomy}:default:fw2:PingController.ping',
+      'rl:{hot}:default:fw3:PingController.hot',
+      'rl:{roomy}:default:fw3:PingController.ping',
     ]);
   }, 60_000);
 

@@ -58,7 +58,7 @@ if (ALGORITHM !== 'fixed-window' && ALGORITHM !== 'sliding-window-counter') {
   throw new Error(`HOT_PATH_ALGORITHM: fixed-window or sliding-window-counter, not ${ALGORITHM}`);
 }
 /** In the library's keys (lib/config/resolved-policy.ts), which the bare guard's copy. */
-const ALGORITHM_CODE = ALGORITHM === 'fixed-window' ? 'fw2' : 'swc2';
+const ALGORITHM_CODE = ALGORITHM === 'fixed-window' ? 'fw3' : 'swc2';
 const WINDOW_MS = 3_600_000;
 /** The library's ioredis options, for the bare and flexible guards' clients. */
 const CLIENT_OPTIONS: RedisOptions = {

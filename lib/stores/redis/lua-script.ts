@@ -77,15 +77,20 @@ export function composeDecideScript(
         : stepName(algorithm);
     return { step, values };
   });
-  const opening = [LUA_SOURCES[PRELUDES[variant]], LUA_SOURCES.common, ...files];
+  // Only the consume prelude's keys expire at their window's end in Redis time (lua/fixed-window.lua).
+  if (algorithms.includes('fixed-window')) {
+    files.unshift(`local exact_expiry = ${variant === 'consume'}`);
+  }
+  const prelude = LUA_SOURCES[PRELUDES[variant]];
   if (bindings.length === 1) {
     // Plain locals for decide-one.lua: no function to create and call on each decision.
     const [{ step, values }] = bindings;
-    return [
-      ...opening,
+    const rest = [
+      ...files,
       `local step, limit, window, burst, cost = ${step}, ${values}`,
       LUA_SOURCES['decide-one'],
-    ].join('\n');
+    ];
+    return [prelude, commonFor(rest), ...rest].join('\n');
   }
   const calls = bindings.map(
     ({ step, values }, i) => `return ${step}(KEYS[${i + 1}], now, ${values}, charge, a, b)`,
@@ -99,7 +104,27 @@ export function composeDecideScript(
     'end',
     `local reply, read = { 1, ${slots(bindings.length * 5)} }, { ${slots(bindings.length * 2)} }`,
   ].join('\n');
-  return [...opening, binding, LUA_SOURCES.decide].join('\n');
+  const rest = [...files, binding, LUA_SOURCES.decide];
+  return [prelude, commonFor(rest), ...rest].join('\n');
+}
+
+/**
+ * lua/common.lua in paragraphs (blank-line separated): its opening, then each helper with its
+ * comment. A `local function` is created anew on every call of a script, so a script holds
+ * only the helpers it calls.
+ */
+const COMMON = LUA_SOURCES.common.split('\n\n');
+const COMMON_HELPERS = COMMON.flatMap((text) => {
+  const name = /^local function (\w+)/m.exec(text)?.[1];
+  return name ? [{ text, call: new RegExp(`\\b${name}\\(`) }] : [];
+});
+const COMMON_OPENING = COMMON.filter((text) => !/^local function /m.test(text));
+
+/** What a script of `rest` needs of lua/common.lua (its helpers call none of each other). */
+function commonFor(rest: readonly string[]): string {
+  const text = rest.join('\n');
+  const used = COMMON_HELPERS.filter(({ call }) => call.test(text));
+  return [...COMMON_OPENING, ...used.map((helper) => helper.text)].join('\n\n');
 }
 
 /** The variant that decides `request` in `mode` (the request's own, or the Cluster path's). */

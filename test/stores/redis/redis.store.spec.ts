@@ -6,6 +6,7 @@ import { resolveOptions } from '../../../lib/config/resolved-options.js';
 import { resolvePolicies } from '../../../lib/config/resolved-policy.js';
 import { RedisStore } from '../../../lib/stores/redis/redis.store.js';
 import { LimiterFixture, VirtualClock } from '../../support/limiters.js';
+import { fixedWindowState, integerState } from './fixed-window-state.js';
 import { useRedisServer } from '../../support/redis-fixture.js';
 import { redisNowMs, untilWindowHasRoom } from '../../support/redis-server.js';
 
@@ -101,8 +102,11 @@ describe('Redis store', () => {
         const ttl = await redis.admin.pttl(key);
         const after = await redisNowMs(redis.admin);
         // The window index stored and the expiry are those of Redis's clock, not the app's.
-        const [windowIndex] = (await redis.admin.get(key))!.split(':');
-        expect(Number(windowIndex)).toBe(Math.floor(before / 3_600_000));
+        const [windowIndex] = fixedWindowState(
+          (await redis.admin.get(key))!,
+          Math.floor(before / 3_600_000),
+        );
+        expect(windowIndex).toBe(Math.floor(before / 3_600_000));
         const windowEnd = (Math.floor(before / 3_600_000) + 1) * 3_600_000;
         expect(ttl).toBeGreaterThanOrEqual(windowEnd - after - 1);
         expect(ttl).toBeLessThanOrEqual(windowEnd - before + 1);
@@ -156,7 +160,10 @@ describe('Redis store', () => {
         const second = await fixture.limiter.consume('fresh', policy);
         const after = await redisNowMs(redis.admin);
         const [key] = await redis.admin.keys('*');
-        const [stored, count] = (await redis.admin.get(key))!.split(':').map(Number);
+        const [stored, count] = fixedWindowState(
+          (await redis.admin.get(key))!,
+          Math.floor(before / window),
+        );
         expect(count).toBe(3);
         const end = (stored + 1) * window;
         for (const [decision, remaining] of [
@@ -173,19 +180,30 @@ describe('Redis store', () => {
       },
     );
 
-    it("fixed window: an earlier window's state still there (its last ms) is no count of this one", async () => {
-      const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 5, window: '1h' };
-      await fixture.limiter.consume('edge', policy);
-      const [key] = await redis.admin.keys('*');
-      const [index] = (await redis.admin.get(key))!.split(':').map(Number);
-      // As a request in a window's first ms may find it: present, but the previous window's.
-      await redis.admin.set(key, `${index - 1}:4`, 'PX', 60_000);
-      const [result] = (await fixture.limiter.consume('edge', policy)).results;
-      expect(result.remaining).toBe(4);
-      const [stored, count] = (await redis.admin.get(key))!.split(':').map(Number);
-      expect(stored).toBeGreaterThanOrEqual(index);
-      expect(count).toBe(1);
-    });
+    it.each([
+      ['index:count', (index: number, count: number) => `${index}:${count}`],
+      ['integer', integerState],
+    ])(
+      "fixed window: an earlier window's state still there (its last ms), in the %s form, is no count of this one",
+      async (name, form) => {
+        const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 5, window: '1h' };
+        const near = Math.floor((await redisNowMs(redis.admin)) / 3_600_000);
+        await fixture.limiter.consume(`edge-${name}`, policy);
+        const [key] = await redis.admin.keys(`*edge-${name}*`);
+        const [index] = fixedWindowState((await redis.admin.get(key))!, near);
+        // As a request in a window's first ms may find it: present, but the previous window's.
+        await redis.admin.set(key, form(index - 1, 4), 'PX', 60_000);
+        const [result] = (await fixture.limiter.consume(`edge-${name}`, policy)).results;
+        expect(result.remaining).toBe(4);
+        const [stored, count] = fixedWindowState((await redis.admin.get(key))!, near);
+        expect(stored).toBeGreaterThanOrEqual(index);
+        expect(count).toBe(1);
+        // Charged again in the window: counted on, whatever form the first charge wrote.
+        const [again] = (await fixture.limiter.consume(`edge-${name}`, policy)).results;
+        expect(again.remaining).toBe(3);
+        expect(fixedWindowState((await redis.admin.get(key))!, near)).toEqual([stored, 2]);
+      },
+    );
 
     it("writes at most 64 routes' values into scripts, then sends further ones as arguments", async () => {
       const limits = Array.from({ length: 80 }, (_, i) => i + 1);
