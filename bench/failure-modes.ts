@@ -121,7 +121,7 @@ for (const mode of MODES) rows.push(...(await measure(mode)));
 console.log(
   `${PODS} pods, one client, limit ${LIMIT} (fixed window of a week); ${requests} requests, ` +
     `${concurrency} in flight, while Redis is killed (then restarted) and while it is frozen ` +
-    `${STALL_MS / 1000} s; timeout 100 ms, breaker on (3 failures, probe every 500 ms); ` +
+    `${STALL_MS / 1000} s; timeout 100 ms, breaker on (opens after 3 silent decisions, closes on its background probe's first answer); ` +
     `'local' with instances ${PODS}.\n`,
 );
 console.log(formatTable(rows));
