@@ -31,16 +31,27 @@ export function describeFailure(error: unknown): string {
   return cause ? `${cause[1]} (${message})` : message;
 }
 
+/** Outages that start sooner than this after the last one was logged are not logged again. */
+const QUIET_MS = 5_000;
+
 /**
  * One warning when the store starts failing, with the cause in words (and another only if the
  * cause changes, as when a lost connection comes back refused for a password), and one line
  * when it answers again, with how long the outage lasted and how many store calls failed in
- * it: a log a person can act on, whatever the request rate.
+ * it: a log a person can act on, whatever the request rate. A store that flaps (a timeout now
+ * and then under load) would make two lines a blip: a blip within QUIET_MS of the last
+ * logged outage's warning is counted, not logged, and the next line logged reports it.
  */
 export class OutageLog {
   /** Set during an outage: when it began (monotonic ms), and how many calls failed since. */
   private since: number | undefined;
   private failures = 0;
+  /** Whether this outage was logged: its end is then logged too. */
+  private logged = false;
+  /** When an outage was last logged as starting. */
+  private loggedAt = -Infinity;
+  /** Calls that failed in outages left unlogged, for the next line. */
+  private unreported = 0;
   /** The cause last logged, in words (without the message that followed). */
   private cause = '';
 
@@ -53,11 +64,18 @@ export class OutageLog {
 
   failed(error: unknown): void {
     this.failures++;
-    const described = describeFailure(error);
-    const cause = described.split(' (')[0];
     if (this.since === undefined) {
       this.since = this.now();
-      this.logger.warn(`Rate limit store unavailable: ${described}; ${this.meanwhile}`);
+      this.logged = this.since - this.loggedAt >= QUIET_MS;
+    }
+    if (!this.logged) return;
+    const described = describeFailure(error);
+    const cause = described.split(' (')[0];
+    if (this.loggedAt < this.since) {
+      this.loggedAt = this.since;
+      this.logger.warn(
+        `Rate limit store unavailable: ${described}; ${this.meanwhile}${this.earlier()}`,
+      );
     } else if (cause !== this.cause) {
       this.logger.warn(
         `Rate limit store still unavailable after ${this.elapsed()} s: ${described}`,
@@ -68,9 +86,13 @@ export class OutageLog {
 
   answered(): void {
     if (this.since === undefined) return;
-    this.logger.log(
-      `Rate limit store answering again after ${this.elapsed()} s; ${this.failures} store call${this.failures === 1 ? '' : 's'} failed meanwhile`,
-    );
+    if (this.logged) {
+      this.logger.log(
+        `Rate limit store answering again after ${this.elapsed()} s; ${calls(this.failures)} failed meanwhile${this.earlier()}`,
+      );
+    } else {
+      this.unreported += this.failures;
+    }
     this.since = undefined;
     this.failures = 0;
     this.cause = '';
@@ -79,4 +101,13 @@ export class OutageLog {
   private elapsed(): string {
     return ((this.now() - this.since!) / 1_000).toFixed(1);
   }
+
+  /** The brief outages' failures not yet reported, once. */
+  private earlier(): string {
+    const unreported = this.unreported;
+    this.unreported = 0;
+    return unreported === 0 ? '' : `; ${calls(unreported)} failed in brief outages before`;
+  }
 }
+
+const calls = (n: number) => `${n} store call${n === 1 ? '' : 's'}`;

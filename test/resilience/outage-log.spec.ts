@@ -63,8 +63,30 @@ describe('OutageLog', () => {
     expect(logger.lines).toEqual([
       'warn Rate limit store unavailable: connection refused: nothing listens at that address (connect ECONNREFUSED 127.0.0.1:1); meanwhile',
       'log Rate limit store answering again after 2.5 s; 5 store calls failed meanwhile',
-      'warn Rate limit store unavailable: OOM: Redis is at its maxmemory and refuses writes (OOM command not allowed); meanwhile',
-      'log Rate limit store answering again after 0.1 s; 1 store call failed meanwhile',
+    ]);
+  });
+
+  it('counts the blips of a flapping store without a line each, and reports them with the next outage', () => {
+    const logger = new Lines();
+    let now = 0;
+    const log = new OutageLog(logger as unknown as Logger, 'meanwhile', () => now);
+    log.failed(new Error('no answer'));
+    log.answered();
+    for (let blip = 0; blip < 10; blip++) {
+      now += 400;
+      log.failed(new Error('no answer'));
+      log.failed(new Error('no answer'));
+      log.answered();
+    }
+    now = 5_000;
+    log.failed(new Error('no answer'));
+    now = 6_000;
+    log.answered();
+    expect(logger.lines).toEqual([
+      'warn Rate limit store unavailable: no answer; meanwhile',
+      'log Rate limit store answering again after 0.0 s; 1 store call failed meanwhile',
+      'warn Rate limit store unavailable: no answer; meanwhile; 20 store calls failed in brief outages before',
+      'log Rate limit store answering again after 1.0 s; 1 store call failed meanwhile',
     ]);
   });
 });
