@@ -5,5 +5,8 @@
 local allowed, remaining, reset, retry, delay = step(KEYS[1], now, limit, window, burst, cost,
   consume)
 local admitted = allowed and 1 or 0
-return { admitted, admitted, math.max(0, math.floor(remaining)), num(reset), num(retry),
-  num(delay) }
+-- common.lua's num written out: one call fewer per field on every decision.
+return { admitted, admitted, remaining > 0 and math.floor(remaining) or 0,
+  reset % 1 == 0 and reset or string.format('%.17g', reset),
+  retry % 1 == 0 and retry or string.format('%.17g', retry),
+  delay % 1 == 0 and delay or string.format('%.17g', delay) }

@@ -65,11 +65,16 @@ export function composeDecideScript(
   // The same order as scriptArguments sends what is not written in.
   const argument = () => `ARGV[${++at}] + 0`;
   const value = (literal: string) => (inlined === 'none' ? argument() : literal);
+  // A lone fixed window consumed on Redis TIME charges before it reads (lua/fixed-window.lua).
+  const chargesFirst =
+    variant === 'consume' && policies.length === 1 && algorithms[0] === 'fixed-window';
+  let costText = '';
   const bindings = policies.map(({ algorithm, scriptArgs, blockMs }, i) => {
     const limit = value(scriptArgs[0]);
     const window = value(scriptArgs[1]);
     const burst = takesBurst(algorithm) ? value(scriptArgs[2]) : 'nil';
     const cost = inlined === 'all' ? String(costs[i]) : argument();
+    if (chargesFirst) costText = inlined === 'all' ? `'${costs[i]}'` : `ARGV[${at}]`;
     const values = `${limit}, ${window}, ${burst}, ${cost}`;
     const step =
       blockMs > 0
@@ -79,7 +84,10 @@ export function composeDecideScript(
   });
   // Only the consume prelude's keys expire at their window's end in Redis time (lua/fixed-window.lua).
   if (algorithms.includes('fixed-window')) {
-    files.unshift(`local exact_expiry = ${variant === 'consume'}`);
+    files.unshift(
+      `local exact_expiry, charge_first = ${variant === 'consume'}, ${chargesFirst}` +
+        (chargesFirst ? `\nlocal cost_text = ${costText}` : ''),
+    );
   }
   const prelude = LUA_SOURCES[PRELUDES[variant]];
   if (bindings.length === 1) {
