@@ -4,7 +4,7 @@
 -- State (string), in one of two forms, both read by every script:
 --   'index:count'  the window index and the cost admitted in it (integers): what a key that
 --                  may outlive its window holds (a caller's clock, a TTL floor);
---   an integer     index % 2^20 * 2^33 + count, written only where the key expires at its
+--   an integer     count * 2^20 + index % 2^20, written only where the key expires at its
 --                  window's end in Redis time (`exact_expiry`: the consume prelude, on Redis
 --                  TIME without a TTL floor), and only for limits below 2^33 - 1, so that it
 --                  stays an exact double. Such a key lives no longer than its window, but a
@@ -24,7 +24,7 @@
 -- could reach 2^33) are read first; so is the 'index:count' form, which INCRBY refuses.
 -- What a check read: the count in the current window, and 1 if it is in the integer form.
 -- Expects  ttl_floor (the prelude's), exact_expiry and charge_first (the binding's), and
---          with charge_first cost_text (the cost as sent, so that Redis formats no number)
+--          with charge_first cost_text (the cost * 2^20 as text, so that Redis formats no number)
 -- Defines  fixed_window, a step (see prelude.lua)
 local function fixed_window(key, now, limit, window, _, cost, charge, count, tagged)
   local index = math.floor(now / window)
@@ -32,8 +32,9 @@ local function fixed_window(key, now, limit, window, _, cost, charge, count, tag
     local state = redis.pcall('INCRBY', key, cost_text)
     if type(state) == 'number' then
       local to_end = (index + 1) * window - now
-      count = state % 8589934592
-      if count > cost and (state - count) / 8589934592 == index % 1048576 then
+      local low = state % 1048576
+      count = (state - low) / 1048576
+      if count > cost and low == index % 1048576 then
         if count <= limit then
           return true, limit - count, to_end, 0, 0
         end
@@ -41,7 +42,7 @@ local function fixed_window(key, now, limit, window, _, cost, charge, count, tag
         return false, limit - count + cost, to_end, to_end, 0
       end
       -- Absent, or an earlier window's: this window's count was 0, and the cost fits.
-      redis.call('SET', key, string.format('%d', index % 1048576 * 8589934592 + cost), 'PX',
+      redis.call('SET', key, string.format('%d', cost * 1048576 + index % 1048576), 'PX',
         string.format('%d', to_end))
       return true, limit - cost, to_end, 0, 0
     end
@@ -52,9 +53,9 @@ local function fixed_window(key, now, limit, window, _, cost, charge, count, tag
     if state then
       local n = tonumber(state)
       if n then
-        local stored = n % 8589934592
-        if (n - stored) / 8589934592 == index % 1048576 then
-          count, tagged = stored, 1
+        local low = n % 1048576
+        if low == index % 1048576 then
+          count, tagged = (n - low) / 1048576, 1
         end
       else
         local stored, n = string.match(state, '^([^:]*):(.*)$')
@@ -77,10 +78,10 @@ local function fixed_window(key, now, limit, window, _, cost, charge, count, tag
   -- which costs more.
   if exact_expiry and limit < 8589934591 then
     if tagged then
-      redis.call('INCRBY', key, string.format('%d', cost))
+      redis.call('INCRBY', key, string.format('%d', cost * 1048576))
     else
       -- The count read, if any, was in the 'index:count' form, which this write replaces.
-      redis.call('SET', key, string.format('%d', index % 1048576 * 8589934592 + count), 'PX',
+      redis.call('SET', key, string.format('%d', count * 1048576 + index % 1048576), 'PX',
         string.format('%d', math.ceil(to_end)))
     end
   else

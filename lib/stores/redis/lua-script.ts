@@ -74,7 +74,13 @@ export function composeDecideScript(
     const window = value(scriptArgs[1]);
     const burst = takesBurst(algorithm) ? value(scriptArgs[2]) : 'nil';
     const cost = inlined === 'all' ? String(costs[i]) : argument();
-    if (chargesFirst) costText = inlined === 'all' ? `'${costs[i]}'` : `ARGV[${at}]`;
+    // The charge in the integer form's units (lua/fixed-window.lua), formatted once.
+    if (chargesFirst) {
+      costText =
+        inlined === 'all'
+          ? `'${costs[i] * 2 ** 20}'`
+          : `string.format('%d', ARGV[${at}] * 1048576)`;
+    }
     const values = `${limit}, ${window}, ${burst}, ${cost}`;
     const step =
       blockMs > 0
