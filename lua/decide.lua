@@ -28,11 +28,13 @@ if admitted and consume then
 end
 
 reply[1] = admitted and 1 or 0
+-- common.lua's num written out, as in decide-one.lua: one call fewer per field.
 for at = 2, #reply, 5 do
   reply[at] = reply[at] and 1 or 0
-  reply[at + 1] = math.max(0, math.floor(reply[at + 1]))
-  reply[at + 2] = num(reply[at + 2])
-  reply[at + 3] = num(reply[at + 3])
-  reply[at + 4] = admitted and num(reply[at + 4]) or 0
+  local remaining, reset, retry, delay = reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4]
+  reply[at + 1] = remaining > 0 and math.floor(remaining) or 0
+  reply[at + 2] = reset % 1 == 0 and reset or string.format('%.17g', reset)
+  reply[at + 3] = retry % 1 == 0 and retry or string.format('%.17g', retry)
+  reply[at + 4] = admitted and (delay % 1 == 0 and delay or string.format('%.17g', delay)) or 0
 end
 return reply
