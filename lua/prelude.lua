@@ -13,7 +13,8 @@
 -- Defines  consume, starts_blocks, ttl_floor, now
 -- Reply    admitted (1 | 0), then per policy: allowed (1 | 0), remaining, reset, retry,
 --          delay; or an empty array when the caller's wait ended before the script ran:
---          nothing read, nothing charged.
+--          nothing read, nothing charged. A lone policy admitted at once (no retry, no delay)
+--          answers only remaining and reset (decide-one.lua).
 -- Each algorithm file defines one step
 --   step(key, now, limit, window, burst, cost, charge[, a, b])
 --     -> allowed, remaining, reset, retry, delay[, a, b]

@@ -24,7 +24,8 @@ import { STALE_DECISION } from '../../interfaces/rate-limit-store.interface.js';
 
 /**
  * Admitted, then per policy allowed, remaining, reset, retry, delay; empty when the script
- * started after `wantedUntil` (lua/prelude.lua).
+ * started after `wantedUntil`; for a lone policy admitted with no retry and no delay, only
+ * remaining and reset (lua/prelude.lua, lua/decide-one.lua).
  */
 type ScriptReply = (number | string)[];
 
@@ -267,11 +268,23 @@ export class RedisStore implements RateLimitStore {
 }
 
 function parseReply(reply: ScriptReply): StoreDecision {
+  if (reply.length === 2) return admittedAtOnce(reply);
   if (reply.length === 0) return STALE_DECISION;
   // Sized up front: a push into an empty array reserves room for 16.
   const verdicts = new Array<PolicyVerdict>((reply.length - 1) / 5);
   for (let i = 0; i < verdicts.length; i++) verdicts[i] = verdictAt(reply, 1 + 5 * i);
   return { allowed: reply[0] === 1, verdicts };
+}
+
+function admittedAtOnce([remaining, resetMs]: ScriptReply): StoreDecision {
+  const verdict = {
+    allowed: true,
+    remaining: Number(remaining),
+    resetMs: Number(resetMs),
+    retryAfterMs: 0,
+    delayMs: 0,
+  };
+  return { allowed: true, verdicts: [verdict] };
 }
 
 function verdictAt(reply: (number | string)[], at: number): PolicyVerdict {
