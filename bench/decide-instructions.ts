@@ -10,10 +10,16 @@
  * (every decision writes a new key, as in bench:decide) and on the same keys again (state
  * present).
  *
- *   npm run bench:decide-instructions   (DECIDE_REQUESTS, default 1000 per variant; DECIDE_ROWS)
+ * DECIDE_BASELINE=<another build's dist/lib> adds the script that build sends as a variant,
+ * 'library (baseline)', and a ratio column of the library against it: Redis's side of a
+ * before/after comparison that a busy machine does not move (a build from before the lib/
+ * restructure, #18, is found at its old paths).
+ *
+ *   npm run bench:decide-instructions   (DECIDE_REQUESTS, default 1000 per variant; DECIDE_ROWS;
+ *                                        DECIDE_BASELINE)
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -36,6 +42,26 @@ const ROWS = (
     ['token-bucket', 'fixed-window', 'sliding-window-counter'],
   ] as Algorithm[][]
 ).filter((row) => !ONLY || ONLY.includes(row.join(' + ')));
+
+const BASELINE = process.env.DECIDE_BASELINE;
+/** The baseline build's script composer, at its paths now or before the restructure. */
+const baseline = BASELINE
+  ? await (async () => {
+      const load = (...paths: string[]) =>
+        import(
+          `${BASELINE}/${paths.find((path) => existsSync(`${BASELINE}/${path}`)) ?? paths[0]}`
+        );
+      const [scripts, policies] = await Promise.all([
+        load('stores/redis/lua-script.js', 'stores/lua-script.js'),
+        load('config/resolved-policy.js', 'resolved-policy.js'),
+      ]);
+      return {
+        composeDecideScript: scripts.composeDecideScript as typeof composeDecideScript,
+        scriptArguments: scripts.scriptArguments as typeof scriptArguments,
+        resolvePolicies: policies.resolvePolicies as typeof resolvePolicies,
+      };
+    })()
+  : undefined;
 
 const dir = mkdtempSync(join(tmpdir(), 'decide-instructions-'));
 const port = await freePort();
@@ -82,8 +108,8 @@ const WINDOW_MS = 86_400_000;
 const closers: (() => void)[] = [];
 const LIMIT = 1_000_000_000;
 const lines = [
-  '| row | variant | fresh keys | vs minimal | keys present | vs minimal |',
-  '|---|---|---|---|---|---|',
+  `| row | variant | fresh keys | vs minimal | keys present | vs minimal |${baseline ? ' fresh vs baseline | present vs baseline |' : ''}`,
+  `|---|---|---|---|---|---|${baseline ? '---|---|' : ''}`,
 ];
 try {
   for (const algorithms of ROWS) {
@@ -138,6 +164,38 @@ try {
       library: libraryCall,
       'minimal script(s)': minimalCall,
     };
+    if (baseline) {
+      // The same policies, resolved and composed by the baseline build as it sent them.
+      const before = baseline.resolvePolicies(
+        algorithms.map((algorithm, i) => ({
+          name: `p${i}`,
+          algorithm,
+          limit: LIMIT,
+          window: WINDOW_MS,
+        })),
+        { label, defaultScope: 'global' },
+      );
+      const costs = before.map(() => 1);
+      const sha = (await client.script(
+        'LOAD',
+        baseline.composeDecideScript(before, 'consume', 'all', costs),
+      )) as string;
+      variants['library (baseline)'] = (i) =>
+        client.evalsha(
+          sha,
+          keyCount(before),
+          ...baseline.scriptArguments(
+            {
+              ...request(i),
+              policies: before,
+              keys: before.map((policy) => `rl:{client-${i}}${policy.keySuffix}`),
+            },
+            'consume',
+            'consume',
+            'all',
+          ),
+        );
+    }
     if (label === 'fixed-window') {
       const peers = peerFixedWindows(
         client,
@@ -157,11 +215,18 @@ try {
       figures[variant] = [await instructions(call), await instructions(call)];
     }
     const [minimalFresh, minimalPresent] = figures['minimal script(s)'];
+    const [baselineFresh, baselinePresent] = figures['library (baseline)'] ?? [];
     const cell = (value: number) => Math.round(value).toLocaleString('en-US');
     for (const [variant, [fresh, present]] of Object.entries(figures)) {
+      const againstBaseline =
+        baseline && variant === 'library'
+          ? ` ${(fresh / baselineFresh).toFixed(3)}x | ${(present / baselinePresent).toFixed(3)}x |`
+          : baseline
+            ? ' | |'
+            : '';
       lines.push(
         `| ${label} | ${variant} | ${cell(fresh)} | ${(fresh / minimalFresh).toFixed(2)}x | ` +
-          `${cell(present)} | ${(present / minimalPresent).toFixed(2)}x |`,
+          `${cell(present)} | ${(present / minimalPresent).toFixed(2)}x |${againstBaseline}`,
       );
       console.error(lines.at(-1));
     }
