@@ -12,41 +12,12 @@
 --                  script sees keys as of its start, before its TIME. The index's low bits
 --                  tell it from that previous window's key, and INCRBY charges the count in
 --                  place, keeping the expiry its first write set: no state formatted, no
---                  expiry written again (and lua/fixed-window-consume.lua charges first).
--- Charged first (`charge_first`: the lone policy of a route, consumed on Redis TIME): a key
--- already in its window, the common case (a client making many requests), then costs one
--- call, INCRBY, instead of a GET and an INCRBY. What INCRBY answers tells the rest: a count
--- equal to the cost means the key was absent (a stored count is never 0); other low bits
--- than this window's, a previous window's key not yet deleted; past the limit, a denial,
--- and DECRBY takes the charge back. Each case then writes or restores what the read-first
--- path would have: the same answer, state and expiry (test/stores/redis/script-shortcuts.spec.ts).
--- A cost above the limit (never admitted) and limits of 2^32 or more (whose charged count
--- could reach 2^33) are read first; so is the 'index:count' form, which INCRBY refuses.
+--                  expiry written again (lua/fixed-window-first.lua charges first).
 -- What a check read: the count in the current window, and 1 if it is in the integer form.
--- Expects  ttl_floor (the prelude's), exact_expiry and charge_first (the binding's), and
---          with charge_first cost_text (the cost * 2^20 as text, so that Redis formats no number)
+-- Expects  ttl_floor (the prelude's), exact_expiry (the binding's)
 -- Defines  fixed_window, a step (see prelude.lua)
 local function fixed_window(key, now, limit, window, _, cost, charge, count, tagged)
   local index = math.floor(now / window)
-  if charge_first and charge and cost <= limit and limit < 4294967296 then
-    local state = redis.pcall('INCRBY', key, cost_text)
-    if type(state) == 'number' then
-      local to_end = (index + 1) * window - now
-      local low = state % 1048576
-      count = (state - low) / 1048576
-      if count > cost and low == index % 1048576 then
-        if count <= limit then
-          return true, limit - count, to_end, 0, 0
-        end
-        redis.call('DECRBY', key, cost_text)
-        return false, limit - count + cost, to_end, to_end, 0
-      end
-      -- Absent, or an earlier window's: this window's count was 0, and the cost fits.
-      redis.call('SET', key, string.format('%d', cost * 1048576 + index % 1048576), 'PX',
-        string.format('%d', to_end))
-      return true, limit - cost, to_end, 0, 0
-    end
-  end
   if not count then
     count = 0
     local state = redis.call('GET', key)

@@ -65,21 +65,28 @@ export function composeDecideScript(
   // The same order as scriptArguments sends what is not written in.
   const argument = () => `ARGV[${++at}] + 0`;
   const value = (literal: string) => (inlined === 'none' ? argument() : literal);
-  // A lone fixed window consumed on Redis TIME charges before it reads (lua/fixed-window.lua).
-  const chargesFirst =
-    variant === 'consume' && policies.length === 1 && algorithms[0] === 'fixed-window';
-  let costText = '';
+  // A lone fixed window without a block, consumed on Redis TIME, is charged before any
+  // function is made (lua/fixed-window-first.lua), on its values bound ahead of it.
+  let chargedFirst = '';
   const bindings = policies.map(({ algorithm, scriptArgs, blockMs }, i) => {
     const limit = value(scriptArgs[0]);
     const window = value(scriptArgs[1]);
     const burst = takesBurst(algorithm) ? value(scriptArgs[2]) : 'nil';
     const cost = inlined === 'all' ? String(costs[i]) : argument();
-    // The charge in the integer form's units (lua/fixed-window.lua), formatted once.
-    if (chargesFirst) {
-      costText =
-        inlined === 'all'
-          ? `'${costs[i] * 2 ** 20}'`
-          : `string.format('%d', ARGV[${at}] * 1048576)`;
+    if (
+      variant === 'consume' &&
+      policies.length === 1 &&
+      algorithm === 'fixed-window' &&
+      !blockMs
+    ) {
+      // The charge in the integer form's units, formatted once.
+      const costText =
+        inlined === 'all' ? `'${costs[i] * 2 ** 20}'` : `string.format('%d', (${cost}) * 1048576)`;
+      chargedFirst = [
+        `local limit, window, cost = ${limit}, ${window}, ${cost}`,
+        `local cost_text = ${costText}`,
+        LUA_SOURCES['fixed-window-first'],
+      ].join('\n');
     }
     const values = `${limit}, ${window}, ${burst}, ${cost}`;
     const step =
@@ -90,10 +97,7 @@ export function composeDecideScript(
   });
   // Only the consume prelude's keys expire at their window's end in Redis time (lua/fixed-window.lua).
   if (algorithms.includes('fixed-window')) {
-    files.unshift(
-      `local exact_expiry, charge_first = ${variant === 'consume'}, ${chargesFirst}` +
-        (chargesFirst ? `\nlocal cost_text = ${costText}` : ''),
-    );
+    files.unshift(`local exact_expiry = ${variant === 'consume'}`);
   }
   const prelude = LUA_SOURCES[PRELUDES[variant]];
   if (bindings.length === 1) {
@@ -104,7 +108,7 @@ export function composeDecideScript(
       `local step, limit, window, burst, cost = ${step}, ${values}`,
       LUA_SOURCES['decide-one'],
     ];
-    return [prelude, commonFor(rest), ...rest].join('\n');
+    return [prelude, chargedFirst, commonFor(rest), ...rest].filter(Boolean).join('\n');
   }
   const calls = bindings.map(
     ({ step, values }, i) => `return ${step}(KEYS[${i + 1}], now, ${values}, charge, a, b)`,
