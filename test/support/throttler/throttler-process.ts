@@ -35,3 +35,45 @@ export async function runThrottlerScript<T>(
   if (code !== 0) throw new Error(`${name} exited with ${code}:\n${stdout}\n${stderr}`);
   return JSON.parse(lines[lines.length - 1]) as T;
 }
+
+export interface ThrottlerApp {
+  /** Where it listens, e.g. http://127.0.0.1:41234 */
+  readonly url: string;
+  /** GET as client `client` (its `x-client` header). */
+  get(path: string, client: string): Promise<Response>;
+  /** What it has written, start-up line, warnings and errors included. */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** Starts the built throttler-app.ts on `redisUrl`; resolves once it listens. */
+export async function startThrottlerApp(
+  redisUrl: string,
+  failureMode: 'open' | 'closed' = 'open',
+): Promise<ThrottlerApp> {
+  const child = spawn(process.execPath, [compiledThrottlerFile('throttler-app')], {
+    env: { ...process.env, REDIS_URL: redisUrl, FAILURE_MODE: failureMode },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = once(child, 'exit');
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', () => {
+      const listening = /listening on (http:\/\/\S+)/.exec(stdout);
+      if (listening) resolve(listening[1]);
+    });
+    void exited.then(([code]) => reject(new Error(`throttler app exited (${code}):\n${stderr}`)));
+  });
+  return {
+    url,
+    get: (path, client) => fetch(url + path, { headers: { 'x-client': client } }),
+    output: () => stdout + stderr,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
