@@ -98,6 +98,8 @@ describe('RedisThrottlerStorage in @nestjs/throttler apps, two instances', () =>
             expect(response.status).toBe(200);
           } else {
             expect(response.status).toBe(503);
+            // RateLimitExceptionFilter, registered by the app, renders the header.
+            expect(response.headers.get('retry-after')).toBe('1');
             expect(await response.json()).toMatchObject({
               statusCode: 503,
               error: 'Service Unavailable',

@@ -8,8 +8,9 @@
  */
 import 'reflect-metadata';
 import { Controller, Get, Module } from '@nestjs/common';
-import { APP_GUARD, NestFactory } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, NestFactory } from '@nestjs/core';
 import { SkipThrottle, Throttle, ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
+import { RateLimitExceptionFilter } from '../../../lib/index.js';
 import { RedisThrottlerStorage } from '../../../lib/throttler/index.js';
 
 export const THROTTLERS = [
@@ -70,7 +71,11 @@ const failureMode = process.env.FAILURE_MODE === 'closed' ? 'closed' : 'open';
     }),
   ],
   controllers: [ExamplesController, SkippedController],
-  providers: [{ provide: APP_GUARD, useClass: ThrottlerGuard }],
+  providers: [
+    { provide: APP_GUARD, useClass: ThrottlerGuard },
+    // Sends Retry-After with the 503 of failureMode 'closed'.
+    { provide: APP_FILTER, useClass: RateLimitExceptionFilter },
+  ],
 })
 class AppModule {}
 
