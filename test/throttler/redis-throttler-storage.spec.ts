@@ -123,7 +123,9 @@ describe('RedisThrottlerStorage', () => {
       expect(client.status).toBe('ready');
 
       const clientsNow = async () =>
-        (await client.client('LIST')).toString().trim().split('\n').length;
+        String(await client.client('LIST'))
+          .trim()
+          .split('\n').length;
       const before = await clientsNow();
       const made = new RedisThrottlerStorage(redis.server.url, { prefix: 'made' });
       await made.onModuleInit();
