@@ -22,6 +22,28 @@ import { throttlerKeys } from './throttler-keys.js';
 
 const logger = new Logger('RedisThrottlerStorage');
 
+/**
+ * Past this many ms (about 31,000 years) a ttl or block no longer fits the script's
+ * arithmetic and Redis's expiries exactly.
+ */
+const MAX_MS = 1e15;
+
+/** What is wrong with an increment's numbers, if anything (a limit may be Infinity). */
+function badArgument(ttl: unknown, limit: unknown, blockDuration: unknown): string | undefined {
+  if (typeof limit !== 'number' || Number.isNaN(limit)) {
+    return `limit must be a number (got ${String(limit)})`;
+  }
+  for (const [field, value] of [
+    ['ttl', ttl],
+    ['blockDuration', blockDuration],
+  ] as const) {
+    if (typeof value !== 'number' || !(Math.abs(value) <= MAX_MS)) {
+      return `${field} must be a number of ms within ±${MAX_MS} (got ${String(value)})`;
+    }
+  }
+  return undefined;
+}
+
 /** What an increment answers (throttler's ThrottlerStorageRecord, which its index does not export). */
 type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
 
@@ -93,10 +115,13 @@ export class RedisThrottlerStorage
     throttlerName: string,
   ): Promise<ThrottlerStorageRecord> {
     const startedAt = performance.now();
-    const args = this.scriptArguments(ttl, limit, blockDuration);
-    const { record, hits, name } = throttlerKeys(this.options.prefix, key, throttlerName);
-    args.push(name, this.ttlFloor);
-    const { timeout, maxWait } = this.options;
+    const problem = badArgument(ttl, limit, blockDuration);
+    if (problem)
+      return Promise.reject(new TypeError(`RedisThrottlerStorage.increment: ${problem}`));
+    const { clock, prefix, timeout, maxWait } = this.options;
+    const now = clock === 'redis' ? '' : String(clock === 'local' ? Date.now() : clock());
+    const { record, hits, name } = throttlerKeys(prefix, key, throttlerName);
+    const args = [now, String(ttl), String(limit), String(blockDuration), name, this.ttlFloor];
     return this.silence.withDeadline(
       this.connection().then((client) => sendIncrement(client, [record, hits], args)),
       { wantedFor: timeout, timeout, maxWait },
@@ -104,24 +129,6 @@ export class RedisThrottlerStorage
       (reply) => this.answered(reply),
       (error) => this.failed(error, ttl),
     );
-  }
-
-  /** now ('' for Redis TIME), ttl, limit, blockDuration: what the script reads first. */
-  private scriptArguments(ttl: number, limit: number, blockDuration: number): string[] {
-    for (const [field, value] of [
-      ['ttl', ttl],
-      ['limit', limit],
-      ['blockDuration', blockDuration],
-    ] as const) {
-      if (typeof value !== 'number' || Number.isNaN(value)) {
-        throw new TypeError(
-          `RedisThrottlerStorage.increment: ${field} must be a number (got ${String(value)})`,
-        );
-      }
-    }
-    const { clock } = this.options;
-    const now = clock === 'redis' ? '' : String(clock === 'local' ? Date.now() : clock());
-    return [now, String(ttl), String(limit), String(blockDuration)];
   }
 
   /** The client: the app's own, or made from the URL or options once, at first need. */

@@ -38,12 +38,22 @@ describe('RedisThrottlerStorage', () => {
       expect(create).toThrow(message);
     });
 
-    it('refuses a ttl, limit or blockDuration that is not a number, sending nothing', async () => {
-      const storage = new RedisThrottlerStorage(redis.server.url);
-      expect(() => storage.increment('k', NaN, 1, 0, 'default')).toThrow(/ttl must be a number/);
-      expect(() => storage.increment('k', 1, '3' as never, 0, 'default')).toThrow(
+    it('rejects a ttl, limit or blockDuration that is no number (or an unbounded ttl or block), sending nothing', async () => {
+      const storage = new RedisThrottlerStorage(redis.server.url, { prefix: 'bad' });
+      await storage.onModuleInit();
+      await expect(storage.increment('k', NaN, 1, 0, 'default')).rejects.toThrow(
+        /ttl must be a number of ms/,
+      );
+      await expect(storage.increment('k', 1, '3' as never, 0, 'default')).rejects.toThrow(
         /limit must be a number/,
       );
+      await expect(storage.increment('k', 1, 1, Infinity, 'default')).rejects.toThrow(
+        /blockDuration must be a number of ms/,
+      );
+      expect(await redis.admin.keys('bad:*')).toEqual([]);
+      // An infinite limit is a limit nothing reaches.
+      const record = await storage.increment('k', MINUTE, Infinity, MINUTE, 'default');
+      expect(record).toMatchObject({ totalHits: 1, isBlocked: false });
       await storage.onApplicationShutdown();
     });
   });
