@@ -5,7 +5,7 @@ import { LUA_SOURCES } from '../stores/redis/lua-sources.generated.js';
 const LUA = LUA_SOURCES['throttler-increment'];
 const SHA = createHash('sha1').update(LUA).digest('hex');
 
-/** lua/throttler-increment.lua's reply: totalHits, timeToExpire, isBlocked, timeToBlockExpire. */
+/** The reply of lua/throttler-increment.lua: totalHits, timeToExpire, isBlocked, timeToBlockExpire. */
 export type IncrementReply = [number, number, number, number];
 
 /**
