@@ -12,7 +12,8 @@ const REPO = process.cwd();
 /**
  * nestjs-redis-rate-limiter/throttler as users get it: the packed tarball (of the current
  * build), in an app folder whose node_modules holds the package and the peers the app chose,
- * linked from this repository's. One app installed @nestjs/throttler, the other did not.
+ * linked from this repository's. One app installed @nestjs/throttler and ioredis, the other
+ * neither.
  */
 const redis = useRedisServer();
 let root: string;
@@ -31,12 +32,12 @@ async function appFolder(dir: string, tarball: string, peers: readonly string[])
   }
 }
 
-const PEERS = ['@nestjs/common', '@nestjs/core', 'ioredis', 'reflect-metadata', 'rxjs'];
+const PEERS = ['@nestjs/common', '@nestjs/core', 'reflect-metadata', 'rxjs'];
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'throttler-package-'));
   const tarball = await packLibrary();
-  await appFolder(appWith(), tarball, [...PEERS, '@nestjs/throttler', '@types/node']);
+  await appFolder(appWith(), tarball, [...PEERS, 'ioredis', '@nestjs/throttler', '@types/node']);
   await appFolder(appWithout(), tarball, PEERS);
 }, 60_000);
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -85,21 +86,25 @@ describe('nestjs-redis-rate-limiter/throttler from the packed package', () => {
   });
 
   it.each(['require', 'import'] as const)(
-    '%s: both entries load in an app without @nestjs/throttler (the subpath needs only its types)',
+    '%s: both entries load in an app without @nestjs/throttler or ioredis; a URL then fails the start with RateLimitConfigError',
     async (how) => {
       const load = (entry: string) =>
         how === 'require' ? `require('${entry}')` : `await import('${entry}')`;
       const script = `(async () => {
         const main = ${load('nestjs-redis-rate-limiter')};
         const throttler = ${load('nestjs-redis-rate-limiter/throttler')};
+        const storage = new throttler.RedisThrottlerStorage(process.env.REDIS_URL);
+        const start = await storage.onModuleInit().then(() => 'started', (error) => error.name + ': ' + error.message);
         console.log(JSON.stringify({
           main: typeof main.RateLimitModule,
           storage: typeof throttler.RedisThrottlerStorage,
+          start,
         }));
       })();`;
       expect(await inApp(appWithout(), how, script)).toEqual({
         main: 'function',
         storage: 'function',
+        start: expect.stringMatching(/^RateLimitConfigError: .*npm install ioredis/),
       });
     },
   );
