@@ -7,6 +7,8 @@
  *   guard -> limiter -> resilience -> stores -> config -> observability
  *   the shared leaves: lib/rate-limit.constants.ts, lib/rate-limit.exceptions.ts
  *   interfaces (public types; imports nothing of lib/)
+ * Beside them, lib/throttler (the nestjs-redis-rate-limiter/throttler entry, a storage for
+ * @nestjs/throttler): it may import resilience and what lies below; nothing imports it.
  */
 const LAYERS = [
   'guard',
@@ -45,6 +47,24 @@ module.exports = {
       to: { circular: true },
     },
     ...upward,
+    {
+      name: 'throttler-imports-resilience-and-below',
+      comment:
+        'lib/throttler uses resilience, stores, config and the layers below them, never the Nest surface, guard or limiter',
+      severity: 'error',
+      from: { path: '^lib/throttler/' },
+      to: {
+        path: '^lib/(index|rate-limit[.](module|module-definition|decorator|filter))[.]ts$|^lib/(guard|limiter)/',
+      },
+    },
+    {
+      name: 'nothing-imports-throttler',
+      comment:
+        'lib/throttler is an entry of its own (the throttler subpath): no other file of lib/ imports it',
+      severity: 'error',
+      from: { path: '^lib/', pathNot: '^lib/throttler/' },
+      to: { path: '^lib/throttler/' },
+    },
     {
       name: 'lib-stands-alone',
       comment: 'lib/ never imports the sample app, benchmarks or tests.',

@@ -82,6 +82,8 @@ describe('published package', () => {
         'dist/cjs/index.js',
         'dist/cjs/index.d.ts',
         'dist/cjs/package.json',
+        'dist/lib/throttler/index.js',
+        'dist/cjs/throttler/index.js',
         'lua/decide.lua',
       ]),
     );

@@ -1,0 +1,29 @@
+import { createHash } from 'node:crypto';
+import type { RedisClient } from '../stores/redis/redis-connection.js';
+import { LUA_SOURCES } from '../stores/redis/lua-sources.generated.js';
+
+const LUA = LUA_SOURCES['throttler-increment'];
+const SHA = createHash('sha1').update(LUA).digest('hex');
+
+/** The reply of lua/throttler-increment.lua: totalHits, timeToExpire, isBlocked, timeToBlockExpire. */
+export type IncrementReply = [number, number, number, number];
+
+/**
+ * Every Redis call the throttler storage makes: lua/throttler-increment.lua by EVALSHA, and
+ * by EVAL when the server lacks it (first use, a restart, a failover, SCRIPT FLUSH), which
+ * also caches it there. A client that is not connected is not sent anything: the storage's
+ * failure mode applies at once, and no command is queued to charge a hit after the answer.
+ */
+export async function sendIncrement(
+  client: RedisClient,
+  keys: readonly [string, string],
+  args: readonly string[],
+): Promise<IncrementReply> {
+  if (client.status !== 'ready') throw new Error(`Redis connection is ${client.status}`);
+  try {
+    return (await client.evalsha(SHA, 2, ...keys, ...args)) as IncrementReply;
+  } catch (error) {
+    if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+    return (await client.eval(LUA, 2, ...keys, ...args)) as IncrementReply;
+  }
+}
