@@ -17,7 +17,7 @@ const RESUME_BOUND_MS = 15_000;
 const STALL_MS = 3_000;
 const TIMEOUT_MS = 100;
 /** Requests a client on the stalled master has in flight at once, per pod. */
-const BURST = 10;
+const BURST = 30;
 /** Clients whose keys live on each master (by index into cluster.servers). */
 const CLIENTS_PER_MASTER = [3, 3, 3];
 /**
@@ -294,8 +294,8 @@ describe('Redis Cluster failover under load', () => {
     ).toBe(true);
     expect(onStalled.filter(failedOpen).length).toBeGreaterThan(0);
     expect(healthyDuring.length).toBeGreaterThan(0);
-    // One breaker for the whole store opened for every key once the burst's deadlines ended
-    // together (a quarter of these failed open): only decisions later than the deadline on a
+    // One breaker for the whole store opened for every key once the burst's decisions failed
+    // in a row (41-46% of these failed open): only decisions later than the deadline on a
     // loaded machine may.
     expect(healthyDuring.filter(failedOpen).length / healthyDuring.length).toBeLessThan(0.1);
   }, 30_000);
