@@ -59,6 +59,12 @@ export interface RateLimitStore {
   /** Releases what the store owns (timers, connections it created). */
   close(): Promise<void>;
   /**
+   * Optional, for a store of several nodes (Redis Cluster): which node decides on these
+   * keys now (its address), or undefined for keys on several nodes. A node that stalls then
+   * opens only its own circuit breaker; without it the store has one breaker.
+   */
+  nodeOf?(keys: readonly string[]): string | undefined;
+  /**
    * Optional: the store's real clock now, epoch ms (Redis TIME), by which `wantedUntil` is
    * judged. The limiter samples it every few seconds to learn the store's offset from this
    * process; a store without it gets no `wantedUntil`.

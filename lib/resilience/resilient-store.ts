@@ -1,5 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { type BreakerPass, CircuitBreaker, CircuitOpenError } from './circuit-breaker.js';
+import { NodeBreakers } from './node-breakers.js';
 import { DeadlineExceededError, SilenceDetector, WaitingCall } from './deadline.js';
 import { LocalFallback } from './local-fallback.js';
 import { RateLimitUnavailableException, retryAfterSeconds } from '../rate-limit.exceptions.js';
@@ -47,6 +48,8 @@ export class ResilientStore {
   /** Set by close(): no probe starts after it. */
   private closed = false;
   private readonly breaker: CircuitBreaker | undefined;
+  /** For a store of several nodes: their breakers, the store's for requests on no one node. */
+  private readonly nodeBreakers: NodeBreakers | undefined;
   private readonly local: LocalFallback | undefined;
   /** Set when the store can tell its time: then decisions carry `wantedUntil`. */
   private readonly clock: StoreClock | undefined;
@@ -64,6 +67,8 @@ export class ResilientStore {
         this.reportBreaker(open);
         if (open) this.probeWhileOpen();
       });
+    this.nodeBreakers =
+      breaker && store.nodeOf && new NodeBreakers(breaker, options.failureMode, logger);
     this.local = instances === undefined ? undefined : new LocalFallback(instances);
     this.clock = store.time && new StoreClock(() => store.time!());
     const local =
@@ -124,7 +129,8 @@ export class ResilientStore {
     maxWait: number,
     finish: Finish<Q, R>,
   ): Promise<R> {
-    const pass = this.breaker?.pass() ?? 'closed';
+    const breaker = this.breakerFor(request.keys);
+    const pass = breaker?.pass() ?? 'closed';
     if (pass === 'refused') return this.fail(request, this.refused(askedAt), finish);
     const { timeout } = this.options;
     const wantedFor = Math.min(maxWait, timeout + LATENCY_MARGIN * this.silence.recentLatency());
@@ -144,7 +150,7 @@ export class ResilientStore {
           };
     return this.silence.wait(
       callStore(this.store, this.store.decide, asked),
-      new Attempt(this, request, askedAt, wantedFor, timeout, maxWait, pass, finish),
+      new Attempt(this, request, askedAt, wantedFor, timeout, maxWait, breaker, pass, finish),
     );
   }
 
@@ -154,14 +160,14 @@ export class ResilientStore {
     decision: StoreDecision,
   ): R | Promise<R> {
     const { request, startedAt, finish } = attempt;
-    this.succeeded(startedAt);
+    this.succeeded(startedAt, attempt.breaker);
     if (!decision.stale) return finish(decision, request);
     return this.retryStale(request, startedAt, attempt.wantedFor, attempt.maxWait, finish);
   }
 
   /** What an attempt's failure becomes: the local fallback's decision, or a rejection. */
   failedAttempt<Q extends DecideRequest, R>(attempt: Attempt<Q, R>, error: unknown): Promise<R> {
-    this.failed(error, attempt.pass, attempt.startedAt);
+    this.failed(error, attempt.pass, attempt.startedAt, attempt.breaker);
     return this.fail(attempt.request, this.named(attempt, error), attempt.finish);
   }
 
@@ -210,10 +216,16 @@ export class ResilientStore {
     return error;
   }
 
-  private succeeded(askedAt: number): void {
+  /** The breaker of the node that decides on `keys`, or the store's. */
+  private breakerFor(keys: readonly string[]): CircuitBreaker | undefined {
+    const node = this.nodeBreakers && this.store.nodeOf!(keys);
+    return node === undefined ? this.breaker : this.nodeBreakers!.for(node);
+  }
+
+  private succeeded(askedAt: number, breaker = this.breaker): void {
     this.options.metrics?.storeAnswered(askedAt);
     this.outage.answered();
-    this.breaker?.succeeded();
+    breaker?.succeeded();
   }
 
   /**
@@ -222,12 +234,12 @@ export class ResilientStore {
    * open breaker as a success would. Requests then fail fast on their own until the store
    * decides again, and decide on it the moment it does.
    */
-  private failed(error: unknown, pass: BreakerPass, askedAt: number): void {
+  private failed(error: unknown, pass: BreakerPass, askedAt: number, breaker = this.breaker): void {
     this.options.metrics?.storeFailed(failureKind(error), askedAt);
     this.lastFailure = error instanceof Error ? error.message : String(error);
     this.outage.failed(error);
-    if (error instanceof DeadlineExceededError) this.breaker?.failed(pass);
-    else this.breaker?.succeeded();
+    if (error instanceof DeadlineExceededError) breaker?.failed(pass);
+    else breaker?.succeeded();
   }
 
   /**
@@ -308,6 +320,7 @@ class Attempt<Q extends DecideRequest, R> extends WaitingCall<StoreDecision, R> 
     readonly wantedFor: number,
     timeout: number,
     maxWait: number,
+    readonly breaker: CircuitBreaker | undefined,
     readonly pass: BreakerPass,
     readonly finish: Finish<Q, R>,
   ) {

@@ -14,13 +14,66 @@ const HOST = '127.0.0.1';
 const SLOT_COUNT = 16_384;
 const READY_TIMEOUT_MS = 10_000;
 
+export interface StartRedisClusterOptions {
+  /** Replicas per master: 0 (the default) or 1. */
+  readonly replicas?: 0 | 1;
+  /**
+   * `cluster-node-timeout` in ms (default 2000): how long a master may be unreachable before
+   * it is failed, and its replica promoted. Settable later with `CONFIG SET`.
+   */
+  readonly nodeTimeoutMs?: number;
+}
+
 export interface RedisClusterHandle {
   /** The masters, in the order their slot ranges were assigned. */
   readonly nodes: { host: string; port: number }[];
   /** The processes behind `nodes`, e.g. to kill or pause one master. */
   readonly servers: readonly RedisServer[];
+  /** With `replicas: 1`, `replicas[i]` replicates `servers[i]`; else empty. */
+  readonly replicas: readonly RedisServer[];
+  /** The port of the node that serves `slot` now, as `server` sees the slot map. */
+  ownerOf(slot: number, server?: RedisServer): Promise<number>;
+  /**
+   * Resolves once `replica` is a master that serves slots and the cluster is `ok` again as
+   * it sees it, with the epoch ms at which this was first seen (polled every 20 ms).
+   */
+  waitForPromotion(replica: RedisServer, timeoutMs: number): Promise<number>;
   stop(): Promise<void>;
 }
+
+/** One line of CLUSTER NODES: a node's id, port, flags, master's id and slot ranges. */
+interface ClusterNode {
+  readonly id: string;
+  readonly port: number;
+  readonly flags: readonly string[];
+  readonly masterId: string;
+  readonly slots: readonly [number, number][];
+}
+
+function parseClusterNodes(text: string): ClusterNode[] {
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => {
+      const [id, address, flags, masterId, , , , , ...slots] = line.trim().split(' ');
+      return {
+        id,
+        port: Number(/:(\d+)@/.exec(address)?.[1]),
+        flags: flags.split(','),
+        masterId,
+        // Importing or migrating slots show as [from->-to]: not served yet.
+        slots: slots
+          .filter((range) => !range.startsWith('['))
+          .map((range) => {
+            const [from, to = from] = range.split('-').map(Number);
+            return [from, to] as [number, number];
+          }),
+      };
+    });
+}
+
+const clusterNodes = async (port: number): Promise<ClusterNode[]> =>
+  parseClusterNodes(await sendRawCommand(port, ['CLUSTER', 'NODES']));
 
 function parseInfo(text: string): Map<string, string> {
   const fields = new Map<string, string>();
@@ -31,24 +84,60 @@ function parseInfo(text: string): Map<string, string> {
   return fields;
 }
 
-async function clusterIsReady(port: number, masters: number): Promise<boolean> {
+async function clusterIsReady(port: number, nodes: number): Promise<boolean> {
   try {
     const info = parseInfo(await sendRawCommand(port, ['CLUSTER', 'INFO']));
     return (
       info.get('cluster_state') === 'ok' &&
       info.get('cluster_slots_assigned') === String(SLOT_COUNT) &&
-      info.get('cluster_known_nodes') === String(masters)
+      info.get('cluster_known_nodes') === String(nodes)
     );
   } catch {
     return false;
   }
 }
 
+/** Whether `replica` streams from its master, as both of them see it. */
+async function replicationIsUp(master: RedisServer, replica: RedisServer): Promise<boolean> {
+  try {
+    const [ofMaster, ofReplica] = await Promise.all(
+      [master, replica].map(async ({ port }) =>
+        parseInfo(await sendRawCommand(port, ['INFO', 'replication'])),
+      ),
+    );
+    return (
+      ofReplica.get('master_link_status') === 'up' &&
+      ofReplica.get('master_port') === String(master.port) &&
+      /state=online/.test(ofMaster.get('slave0') ?? '')
+    );
+  } catch {
+    return false;
+  }
+}
+
+/** Polls `condition` every 20 ms until it holds; throws `describe()` after `timeoutMs`. */
+async function until(
+  condition: () => Promise<boolean>,
+  timeoutMs: number,
+  describe: () => Promise<string>,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(await describe());
+    await sleep(20);
+  }
+}
+
 /**
- * Starts `masters` cluster-enabled redis-server processes (no replicas), joins them with
- * `redis-cli --cluster create`, and resolves once every node reports `cluster_state:ok`.
+ * Starts `masters` cluster-enabled redis-server processes, joins them with
+ * `redis-cli --cluster create`, and with `replicas: 1` gives each master a replica of its own
+ * (CLUSTER MEET, then CLUSTER REPLICATE), so which replica takes over which master is known.
+ * Resolves once every node reports `cluster_state:ok` and every replica is in sync.
  */
-export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle> {
+export async function startRedisCluster(
+  masters = 3,
+  { replicas = 0, nodeTimeoutMs = 2_000 }: StartRedisClusterOptions = {},
+): Promise<RedisClusterHandle> {
   if (!Number.isInteger(masters) || masters < 3) {
     // redis-cli --cluster create refuses fewer than 3 masters.
     throw new Error(`A Redis Cluster needs at least 3 masters, got ${masters}`);
@@ -67,19 +156,22 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
     '--cluster-config-file',
     'nodes.conf',
     '--cluster-node-timeout',
-    '2000',
+    String(nodeTimeoutMs),
   ];
 
+  const nodeCount = masters * (1 + replicas);
   const started = await Promise.allSettled(
-    Array.from({ length: masters }, () =>
+    Array.from({ length: nodeCount }, () =>
       startRedisServer({ port: pickPort, extraArgs: clusterArgs }),
     ),
   );
-  const servers = started.flatMap((result) =>
+  const everyServer = started.flatMap((result) =>
     result.status === 'fulfilled' ? [result.value] : [],
   );
+  const servers = everyServer.slice(0, masters);
+  const replicaServers = everyServer.slice(masters);
   const stop = async (): Promise<void> => {
-    await Promise.all(servers.map((server) => server.stop()));
+    await Promise.all(everyServer.map((server) => server.stop()));
   };
 
   try {
@@ -99,31 +191,98 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
       );
     });
 
-    const deadline = Date.now() + READY_TIMEOUT_MS;
-    for (;;) {
-      const ready = await Promise.all(servers.map((s) => clusterIsReady(s.port, masters)));
-      if (ready.every(Boolean)) break;
-      if (Date.now() > deadline) {
-        const states = await Promise.all(
-          servers.map((s) =>
-            sendRawCommand(s.port, ['CLUSTER', 'INFO']).catch((error: Error) => error.message),
-          ),
-        );
-        throw new Error(
-          `Redis Cluster not ready within ${READY_TIMEOUT_MS} ms:\n` +
-            servers.map((s, i) => `--- ${s.port}\n${states[i]}`).join('\n'),
-        );
-      }
-      await sleep(20);
+    const clusterStates = async (): Promise<string> => {
+      const states = await Promise.all(
+        everyServer.map((s) =>
+          sendRawCommand(s.port, ['CLUSTER', 'INFO']).catch((error: Error) => error.message),
+        ),
+      );
+      return (
+        `Redis Cluster not ready within ${READY_TIMEOUT_MS} ms:\n` +
+        everyServer.map((s, i) => `--- ${s.port}\n${states[i]}`).join('\n')
+      );
+    };
+    await until(
+      async () =>
+        (await Promise.all(servers.map((s) => clusterIsReady(s.port, masters)))).every(Boolean),
+      READY_TIMEOUT_MS,
+      clusterStates,
+    );
+    if (replicaServers.length > 0) {
+      const masterIds = await Promise.all(
+        servers.map((s) => sendRawCommand(s.port, ['CLUSTER', 'MYID'])),
+      );
+      await Promise.all(
+        replicaServers.map(async (replica, i) => {
+          await sendRawCommand(replica.port, ['CLUSTER', 'MEET', HOST, String(servers[i].port)]);
+          // REPLICATE names a node the replica must know already: wait for the handshake.
+          await until(
+            async () =>
+              (await clusterNodes(replica.port)).some(
+                (node) => node.id === masterIds[i] && node.flags.includes('master'),
+              ),
+            READY_TIMEOUT_MS,
+            async () => `replica ${replica.port} never learnt master ${servers[i].port}`,
+          );
+          await sendRawCommand(replica.port, ['CLUSTER', 'REPLICATE', masterIds[i]]);
+        }),
+      );
+      await until(
+        async () =>
+          (
+            await Promise.all([
+              ...everyServer.map((s) => clusterIsReady(s.port, nodeCount)),
+              ...replicaServers.map((replica, i) => replicationIsUp(servers[i], replica)),
+            ])
+          ).every(Boolean),
+        READY_TIMEOUT_MS,
+        clusterStates,
+      );
     }
   } catch (error) {
     await stop();
     throw error;
   }
 
+  const ownerOf = async (slot: number, server = servers[0]): Promise<number> => {
+    const owner = (await clusterNodes(server.port)).find(
+      (node) =>
+        node.flags.includes('master') &&
+        !node.flags.includes('fail') &&
+        node.slots.some(([from, to]) => from <= slot && slot <= to),
+    );
+    if (!owner) throw new Error(`no master serves slot ${slot} as port ${server.port} sees it`);
+    return owner.port;
+  };
+  const waitForPromotion = async (replica: RedisServer, timeoutMs: number): Promise<number> => {
+    const promoted = async (): Promise<boolean> => {
+      try {
+        const [myself] = (await clusterNodes(replica.port)).filter((node) =>
+          node.flags.includes('myself'),
+        );
+        const info = parseInfo(await sendRawCommand(replica.port, ['CLUSTER', 'INFO']));
+        return (
+          myself.flags.includes('master') &&
+          myself.slots.length > 0 &&
+          info.get('cluster_state') === 'ok'
+        );
+      } catch {
+        return false;
+      }
+    };
+    await until(promoted, timeoutMs, async () => {
+      const nodes = await sendRawCommand(replica.port, ['CLUSTER', 'NODES']).catch(String);
+      return `replica ${replica.port} not promoted within ${timeoutMs} ms:\n${nodes}`;
+    });
+    return Date.now();
+  };
+
   return {
     nodes: servers.map((server) => ({ host: HOST, port: server.port })),
     servers,
+    replicas: replicaServers,
+    ownerOf,
+    waitForPromotion,
     stop,
   };
 }

@@ -14,6 +14,7 @@ import {
   variantFor,
 } from './lua-script.js';
 import { type ScriptCall, scriptCall } from './ioredis-commands.js';
+import { hashSlot } from './hash-slot.js';
 import type {
   DecideRequest,
   PolicyVerdict,
@@ -137,6 +138,17 @@ export class RedisStore implements RateLimitStore {
   async close(): Promise<void> {
     this.client.off('ready', this.forgetLoadedScripts);
     if (this.owned) this.client.disconnect();
+  }
+
+  /**
+   * On a Cluster, the master the client sends these keys to (host:port, from its slot map),
+   * so that a stalled master opens only its own breaker; undefined for keys under several
+   * hash tags, and on a single Redis, which has one breaker. Follows the slot map: after a
+   * failover or a reshard the keys name the node that serves them now.
+   */
+  nodeOf(keys: readonly string[]): string | undefined {
+    if (!this.isCluster || spansSeveralHashTags(keys)) return undefined;
+    return (this.client as Cluster).slots[hashSlot(hashTag(keys[0]))]?.[0];
   }
 
   /**

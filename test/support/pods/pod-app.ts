@@ -18,7 +18,7 @@ import {
   type Type,
 } from '@nestjs/common';
 import { APP_GUARD, NestFactory } from '@nestjs/core';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import {
   RATE_LIMIT_STORE,
   RateLimit,
@@ -99,7 +99,7 @@ function podModule(config: PodConfig): DynamicModule {
     };
   }
   const rateLimits = RateLimitModule.forRoot({
-    redis: config.variant === 'library' ? requireRedisUrl(config) : undefined,
+    redis: config.variant === 'library' ? libraryRedis(config) : undefined,
     prefix: config.prefix,
     clock: config.clock ?? 'redis',
     keyBy: clientKey,
@@ -108,6 +108,16 @@ function podModule(config: PodConfig): DynamicModule {
     instances: config.instances,
   });
   return { module: PodModule, imports: [rateLimits], controllers: [controller] };
+}
+
+/** A Cluster the pod owns, given `redisCluster`; else the URL, for the module to connect. */
+function libraryRedis(config: PodConfig): string | Cluster {
+  if (!config.redisCluster) return requireRedisUrl(config);
+  const { nodes, options } = config.redisCluster;
+  const cluster = new Cluster([...nodes], options);
+  // As an app would: a node going away must not crash the pod as an unhandled 'error'.
+  cluster.on('error', () => undefined);
+  return cluster;
 }
 
 function requireRedisUrl(config: PodConfig): string {

@@ -19,8 +19,16 @@ export interface PodRoutePolicy {
 /** Everything a pod needs, passed as JSON in the POD_CONFIG environment variable. */
 export interface PodConfig {
   readonly variant: PodVariant;
-  /** Required by `library` and `naive-redis`. */
+  /** Required by `library` and `naive-redis`, unless `library` is given `redisCluster`. */
   readonly redisUrl?: string;
+  /**
+   * For `library` instead of `redisUrl`: the pod creates an ioredis Cluster on these seed
+   * nodes with these (JSON) options and passes it as `redis`, as an app owning its client does.
+   */
+  readonly redisCluster?: {
+    readonly nodes: readonly { readonly host: string; readonly port: number }[];
+    readonly options?: Readonly<Record<string, number | string | boolean>>;
+  };
   readonly clock?: 'redis' | 'local';
   /** The module's `failureMode` and `timeout`; the pods default to 'closed' and 10 s. */
   readonly failureMode?: 'open' | 'closed' | 'local';
