@@ -14,7 +14,8 @@
 -- Reply    admitted (1 | 0), then per policy: allowed (1 | 0), remaining, reset, retry,
 --          delay; or an empty array when the caller's wait ended before the script ran:
 --          nothing read, nothing charged. A lone policy admitted at once (no retry, no delay)
---          answers only remaining and reset (decide-one.lua).
+--          with remaining below 2^26 and a whole reset below 2^27 ms answers one integer,
+--          remaining * 2^27 + reset (decide-one.lua, fixed-window-first.lua).
 -- Each algorithm file defines one step
 --   step(key, now, limit, window, burst, cost, charge[, a, b])
 --     -> allowed, remaining, reset, retry, delay[, a, b]

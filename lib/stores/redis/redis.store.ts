@@ -25,10 +25,13 @@ import { STALE_DECISION } from '../../interfaces/rate-limit-store.interface.js';
 
 /**
  * Admitted, then per policy allowed, remaining, reset, retry, delay; empty when the script
- * started after `wantedUntil`; for a lone policy admitted with no retry and no delay, only
- * remaining and reset (lua/prelude.lua, lua/decide-one.lua).
+ * started after `wantedUntil`; for a lone policy admitted with no retry and no delay, one
+ * integer, remaining * 2^27 + reset, when they fit (lua/prelude.lua, lua/decide-one.lua).
  */
-type ScriptReply = (number | string)[];
+type ScriptReply = (number | string)[] | number;
+
+/** The integer reply's unit of remaining: the resets it holds are below it. */
+const RESET_SPAN = 2 ** 27;
 
 /**
  * How many scripts may hold their route's values as literals (see InlinedValues): one per route and
@@ -280,7 +283,7 @@ export class RedisStore implements RateLimitStore {
 }
 
 function parseReply(reply: ScriptReply): StoreDecision {
-  if (reply.length === 2) return admittedAtOnce(reply);
+  if (typeof reply === 'number') return admittedAtOnce(reply);
   if (reply.length === 0) return STALE_DECISION;
   // Sized up front: a push into an empty array reserves room for 16.
   const verdicts = new Array<PolicyVerdict>((reply.length - 1) / 5);
@@ -288,11 +291,12 @@ function parseReply(reply: ScriptReply): StoreDecision {
   return { allowed: reply[0] === 1, verdicts };
 }
 
-function admittedAtOnce([remaining, resetMs]: ScriptReply): StoreDecision {
+function admittedAtOnce(reply: number): StoreDecision {
+  const remaining = Math.floor(reply / RESET_SPAN);
   const verdict = {
     allowed: true,
-    remaining: Number(remaining),
-    resetMs: Number(resetMs),
+    remaining,
+    resetMs: reply - remaining * RESET_SPAN,
     retryAfterMs: 0,
     delayMs: 0,
   };
