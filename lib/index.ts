@@ -37,6 +37,13 @@ export type {
   RateLimitModuleOptions,
 } from './interfaces/rate-limit-options.interface.js';
 export type {
+  IoredisLikeClient,
+  NodeRedisLikeClient,
+  NodeRedisLikeCluster,
+  RedisClientLike,
+  RedisConnectionOptions,
+} from './interfaces/redis-client.interface.js';
+export type {
   PolicyResult,
   RateLimitDecision,
 } from './interfaces/rate-limit-decision.interface.js';

@@ -1,6 +1,9 @@
 /** The resolved module options (`ResolvedRateLimitOptions`). */
 export const RATE_LIMIT_OPTIONS = Symbol('RATE_LIMIT_OPTIONS');
-/** The ioredis client (`Redis` or `Cluster`) when Redis is used, else null. */
+/**
+ * The Redis client when Redis is used, as given (ioredis, iovalkey or node-redis) or as the
+ * module created it from a URL or options (ioredis), else null.
+ */
 export const RATE_LIMIT_REDIS = Symbol('RATE_LIMIT_REDIS');
 /** The `RateLimitStore` deciding requests: Redis or the embedded one. */
 export const RATE_LIMIT_STORE = Symbol('RATE_LIMIT_STORE');

@@ -14,13 +14,9 @@ import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } from './rate-limit.modu
 import type { RateLimitModuleOptions } from './interfaces/rate-limit-options.interface.js';
 import { RateLimiter } from './limiter/rate-limiter.service.js';
 import { RoutePlanner } from './guard/route-planner.js';
-import {
-  awaitReady,
-  createRedisClient,
-  describeRedis,
-  isRedisClient,
-  type RedisClient,
-} from './stores/redis/redis-connection.js';
+import { awaitReady, createRedisClient } from './stores/redis/redis-connection.js';
+import { clientPortOf, isRedisClient } from './stores/redis/clients/client-port.js';
+import type { RedisClientLike } from './interfaces/redis-client.interface.js';
 import { type ResolvedRateLimitOptions, resolveOptions } from './config/resolved-options.js';
 import { MemoryStore } from './stores/memory/memory.store.js';
 import type { RateLimitStore } from './interfaces/rate-limit-store.interface.js';
@@ -49,10 +45,11 @@ const NO_GUARD = { canActivate: () => true };
       useFactory: async ({
         redis,
         store,
-      }: ResolvedRateLimitOptions): Promise<RedisClient | null> => {
+      }: ResolvedRateLimitOptions): Promise<RedisClientLike | null> => {
         if (redis === undefined || store) return null;
         if (!isRedisClient(redis)) return createRedisClient(redis, logger);
-        await awaitReady(redis, logger);
+        await awaitReady(clientPortOf(redis), logger);
+        // As given: the app injects the client of its own library.
         return redis;
       },
       inject: [RATE_LIMIT_OPTIONS],
@@ -61,11 +58,11 @@ const NO_GUARD = { canActivate: () => true };
       provide: RATE_LIMIT_STORE,
       useFactory: (
         options: ResolvedRateLimitOptions,
-        client: RedisClient | null,
+        client: RedisClientLike | null,
       ): RateLimitStore => {
         if (options.store) return options.store;
         if (client) {
-          logger.log(`Deciding on ${describeRedis(client)}`);
+          logger.log(`Deciding on ${clientPortOf(client).describe()}`);
           return new RedisStore(client, !isRedisClient(options.redis));
         }
         logger.warn(

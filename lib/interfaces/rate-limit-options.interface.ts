@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { RedisClientLike, RedisConnectionOptions } from './redis-client.interface.js';
 import type { RateLimitResponseOption } from './rate-limit-response.interface.js';
 import type { RateLimitMetricsOptions } from './rate-limit-metrics.interface.js';
 import type { RateLimitDecisionHook } from './rate-limit-event.interface.js';
@@ -33,13 +33,14 @@ export interface PolicyDefaults {
 export interface RateLimitModuleOptions {
   /**
    * A URL or ioredis options (the module creates, connects and closes that client), or a
-   * `Redis` / `Cluster` client you own (never closed by the module). Omitted (and no
+   * client you own, never closed by the module: ioredis or iovalkey `Redis` / `Cluster`,
+   * node-redis `createClient()` / `createCluster()` (docs/redis-clients.md). Omitted (and no
    * `store`): the embedded in-process store, with a start-up warning that limits are per
    * process. An empty string (an unset `REDIS_URL=`) fails the start: it never means
    * localhost. A URL or options need the `ioredis` package.
    * @default undefined
    */
-  redis?: string | RedisOptions | Redis | Cluster;
+  redis?: string | RedisConnectionOptions | RedisClientLike;
   /**
    * A store of your own (Valkey functions, a Redis module, an instrumented wrapper), used
    * instead of `redis` and the embedded store, and never closed by the module.

@@ -1,10 +1,12 @@
-import type { RedisOptions } from 'ioredis';
 import { RateLimitConfigError } from '../config/rate-limit-config.error.js';
 import type { ClockOption } from '../interfaces/rate-limit-options.interface.js';
-import type { RedisClient } from '../stores/redis/redis-connection.js';
+import type {
+  RedisClientLike,
+  RedisConnectionOptions,
+} from '../interfaces/redis-client.interface.js';
 
 /** What `new RedisThrottlerStorage(redis)` takes: whatever RateLimitModule's `redis` option takes. */
-export type ThrottlerRedisOption = string | RedisOptions | RedisClient;
+export type ThrottlerRedisOption = string | RedisConnectionOptions | RedisClientLike;
 
 /** The second argument of `new RedisThrottlerStorage(redis, options)`. */
 export interface RedisThrottlerStorageOptions {

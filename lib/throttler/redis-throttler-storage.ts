@@ -4,13 +4,9 @@ import { RateLimitConfigError } from '../config/rate-limit-config.error.js';
 import { RateLimitUnavailableException, retryAfterSeconds } from '../rate-limit.exceptions.js';
 import { SilenceDetector } from '../resilience/deadline.js';
 import { OutageLog, describeFailure } from '../resilience/outage-log.js';
-import {
-  awaitReady,
-  createRedisClient,
-  describeRedis,
-  isRedisClient,
-  type RedisClient,
-} from '../stores/redis/redis-connection.js';
+import { awaitReady, createRedisClient } from '../stores/redis/redis-connection.js';
+import { clientPortOf, isRedisClient } from '../stores/redis/clients/client-port.js';
+import type { RedisClientPort } from '../stores/redis/clients/redis-client-port.js';
 import {
   type RedisThrottlerStorageOptions,
   type ResolvedThrottlerStorageOptions,
@@ -70,7 +66,7 @@ export class RedisThrottlerStorage
   private readonly options: ResolvedThrottlerStorageOptions;
   /** Whether the storage made the client (from a URL or options), and so closes it. */
   private readonly owned: boolean;
-  private client: Promise<RedisClient> | undefined;
+  private client: Promise<RedisClientPort> | undefined;
   private readonly silence = new SilenceDetector();
   private readonly outage: OutageLog;
   private readonly ttlFloor: string;
@@ -93,13 +89,13 @@ export class RedisThrottlerStorage
     const client = await this.connection();
     // A client the app owns: waits briefly for it, and warns if it is not reachable yet.
     if (!this.owned) await awaitReady(client, logger);
-    logger.log(`Throttling on ${describeRedis(client)}`);
+    logger.log(`Throttling on ${client.describe()}`);
   }
 
   async onApplicationShutdown(): Promise<void> {
     if (!this.owned || !this.client) return;
     const client = await this.client.catch(() => undefined);
-    client?.disconnect();
+    await client?.close();
   }
 
   /**
@@ -132,15 +128,16 @@ export class RedisThrottlerStorage
   }
 
   /** The client: the app's own, or made from the URL or options once, at first need. */
-  private connection(): Promise<RedisClient> {
+  private connection(): Promise<RedisClientPort> {
     if (this.client) return this.client;
     const { redis } = this;
     if (isRedisClient(redis)) {
+      const port = clientPortOf(redis);
       // A lazyConnect client would otherwise never connect: nothing is sent to it until ready.
-      if (redis.status === 'wait') redis.connect().catch(() => undefined);
-      this.client = Promise.resolve(redis);
+      port.connectIfLazy();
+      this.client = Promise.resolve(port);
     } else {
-      this.client = createRedisClient(redis, logger);
+      this.client = createRedisClient(redis, logger).then(clientPortOf);
     }
     return this.client;
   }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { RedisClient } from '../stores/redis/redis-connection.js';
+import type { RedisClientPort } from '../stores/redis/clients/redis-client-port.js';
 import { LUA_SOURCES } from '../stores/redis/lua-sources.generated.js';
 
 const LUA = LUA_SOURCES['throttler-increment'];
@@ -15,15 +15,15 @@ export type IncrementReply = [number, number, number, number];
  * failure mode applies at once, and no command is queued to charge a hit after the answer.
  */
 export async function sendIncrement(
-  client: RedisClient,
+  client: RedisClientPort,
   keys: readonly [string, string],
   args: readonly string[],
 ): Promise<IncrementReply> {
-  if (client.status !== 'ready') throw new Error(`Redis connection is ${client.status}`);
+  if (!client.isReady()) throw new Error(`Redis connection is ${client.state()}`);
   try {
-    return (await client.evalsha(SHA, 2, ...keys, ...args)) as IncrementReply;
+    return (await client.script('evalsha', [SHA, 2, ...keys, ...args])) as IncrementReply;
   } catch (error) {
     if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-    return (await client.eval(LUA, 2, ...keys, ...args)) as IncrementReply;
+    return (await client.script('eval', [LUA, 2, ...keys, ...args])) as IncrementReply;
   }
 }

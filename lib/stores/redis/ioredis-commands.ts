@@ -26,22 +26,21 @@ export interface IoredisModule {
  * a pipeline's promises, callbacks and result arrays, and so nearly halves the client's CPU
  * per decision (bench:decide). The socket stays corked until the next check phase of the
  * event loop, where the auto-pipeline would flush too, so that a turn's calls still leave in
- * one write. A Cluster client routes by slot itself and gets its own method; so does a
- * client made by another copy of ioredis than `ioredis` (loaded here, not imported, so that
- * the package loads without it), whose Command class is not that copy's, and every client
- * until the module has loaded (within the first turns).
+ * one write. iovalkey, a fork of ioredis, keeps the same Command class, `sendCommand` and
+ * `stream`: its clients take the same path with its own Command. A Cluster client routes by
+ * slot itself and gets its own method; so does a client made by another copy of ioredis
+ * than `ioredis` or `iovalkey` (loaded here, not imported, so that the package loads
+ * without them), whose Command class is not that copy's, and every client until the module
+ * has loaded (within the first turns).
  *
- * The one place that depends on ioredis internals, held to ioredis 5 and 6 by
+ * The one place that depends on ioredis internals, held to ioredis 5 and 6 and iovalkey by
  * test/stores/redis/ioredis-commands.spec.ts: the Command class, the client's `sendCommand`
  * and its socket, `stream`.
  */
-export function scriptCall(
-  client: Redis | Cluster,
-  ioredis: Promise<IoredisModule> = import('ioredis'),
-): ScriptCall {
+export function scriptCall(client: Redis | Cluster, ioredis?: Promise<IoredisModule>): ScriptCall {
   let send: ScriptCall = (name, args) => (client as Redis)[name](...(args as [string, number]));
   if (!client.isCluster) {
-    ioredis.then(
+    (ioredis ?? moduleOf(client)).then(
       (module) => {
         if (client instanceof module.Redis)
           send = direct(client as Redis, module.Command as CommandClass);
@@ -50,6 +49,15 @@ export function scriptCall(
     );
   }
   return (name, args) => send(name, args);
+}
+
+/** ioredis or iovalkey, whichever made `client` (rejects if neither is installed or did). */
+async function moduleOf(client: Redis | Cluster): Promise<IoredisModule> {
+  for (const load of [() => import('ioredis'), () => import('iovalkey')]) {
+    const module: IoredisModule | undefined = await load().catch(() => undefined);
+    if (module && client instanceof module.Redis) return module;
+  }
+  throw new Error('made by neither ioredis nor iovalkey as installed');
 }
 
 function direct(redis: Redis, Command: CommandClass): ScriptCall {

@@ -1,18 +1,9 @@
 import type { Logger } from '@nestjs/common';
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
 import { RateLimitConfigError } from '../../config/rate-limit-config.error.js';
-
-export type RedisClient = Redis | Cluster;
-
-/** A client the user owns (Redis or Cluster), told apart from a URL or options object. */
-export function isRedisClient(value: unknown): value is RedisClient {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as RedisClient).defineCommand === 'function' &&
-    typeof (value as RedisClient).sendCommand === 'function'
-  );
-}
+import type { RedisConnectionOptions } from '../../interfaces/redis-client.interface.js';
+import { clientPortOf } from './clients/client-port.js';
+import type { RedisClientPort } from './clients/redis-client-port.js';
 
 /** How long start-up waits for a client's first connection before serving anyway. */
 const CONNECT_WAIT_MS = 2_000;
@@ -42,7 +33,7 @@ export const reconnectDelay = (): number => RECONNECT_MS * (0.5 + Math.random())
  * needs no restart. Start-up waits briefly for it but never fails for it.
  */
 export async function createRedisClient(
-  option: string | RedisOptions,
+  option: string | RedisConnectionOptions,
   logger: Logger,
 ): Promise<Redis> {
   const { Redis } = await loadIoredis();
@@ -58,10 +49,10 @@ export async function createRedisClient(
   const client =
     typeof option === 'string'
       ? new Redis(option, { ...defaults, ...failFast })
-      : new Redis({ ...defaults, ...option, ...failFast });
+      : new Redis({ ...defaults, ...(option as RedisOptions), ...failFast });
   // Without a listener ioredis reports every failed reconnect as an unhandled error.
   client.on('error', () => undefined);
-  await awaitReady(client, logger);
+  await awaitReady(clientPortOf(client), logger);
   return client;
 }
 
@@ -81,49 +72,32 @@ async function loadIoredis(): Promise<{ Redis: typeof Redis }> {
 }
 
 /**
- * Where decisions go, for the start-up log: host and port (or socket path), the Sentinel
- * master's name, or the Cluster's masters. Never a user name or password.
- */
-export function describeRedis(client: RedisClient): string {
-  if (isCluster(client)) {
-    const masters = client.nodes('master').map(({ options }) => `${options.host}:${options.port}`);
-    return `Redis Cluster${masters.length > 0 ? ` (masters ${masters.join(', ')})` : ''}`;
-  }
-  const { host, port, path, sentinels, name, db } = client.options;
-  const where = sentinels?.length ? `Sentinel master "${name}"` : path ? path : `${host}:${port}`;
-  return `Redis at ${where}${db ? ` db ${db}` : ''}`;
-}
-
-const isCluster = (client: RedisClient): client is Cluster =>
-  (client as Cluster).isCluster === true;
-
-/**
  * Waits up to CONNECT_WAIT_MS for the client to be ready, and warns with the last error it
  * reported (WRONGPASS, NOPERM, a certificate) if it is not: requests then take the failure
  * mode at once (the store sends nothing on a client that is not ready) until it is. Leaves
  * no listener behind, so a client the user owns keeps its own error handling.
  */
-export async function awaitReady(client: RedisClient, logger: Logger): Promise<void> {
-  if (client.status === 'ready') return;
+export async function awaitReady(client: RedisClientPort, logger: Logger): Promise<void> {
+  if (client.isReady()) return;
   // A lazyConnect client would otherwise never connect: fast failure sends it no command.
-  if (client.status === 'wait') client.connect().catch(() => undefined);
+  client.connectIfLazy();
   let lastError: Error | undefined;
-  const onError = (error: Error): void => {
+  const offError = client.onError((error: Error) => {
     lastError = error;
-  };
-  let onReady!: () => void;
+  });
+  let offReady = (): void => undefined;
   const ready = new Promise<boolean>((resolve) => {
     const timer = setTimeout(() => resolve(false), CONNECT_WAIT_MS);
-    onReady = () => {
+    // A Cluster's node may be ready before the Cluster is.
+    offReady = client.onReady(() => {
+      if (!client.isReady()) return;
       clearTimeout(timer);
       resolve(true);
-    };
+    });
   });
-  client.on('error', onError);
-  client.once('ready', onReady);
-  const isReady = client.status === 'end' ? false : await ready;
-  client.off('error', onError);
-  client.off('ready', onReady);
+  const isReady = client.hasEnded() ? false : await ready;
+  offError();
+  offReady();
   if (!isReady) {
     const cause = lastError ? ` (${lastError.message})` : '';
     logger.warn(

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import type { Cluster, Redis } from 'ioredis';
 import type { ResolvedPolicy } from '../../interfaces/resolved-policy.interface.js';
 import { BLOCK_KEY_SUFFIX } from '../store-keys.js';
 import {
@@ -13,7 +12,9 @@ import {
   type ScriptVariant,
   variantFor,
 } from './lua-script.js';
-import { type ScriptCall, scriptCall } from './ioredis-commands.js';
+import type { RedisClientLike } from '../../interfaces/redis-client.interface.js';
+import { clientPortOf } from './clients/client-port.js';
+import type { RedisClientPort } from './clients/redis-client-port.js';
 import { hashSlot } from './hash-slot.js';
 import type {
   DecideRequest,
@@ -58,8 +59,8 @@ interface DecideScript {
  * for the route's algorithms (see composeDecideScript): EVAL the first time, and again on
  * NOSCRIPT, as ioredis' defineCommand does. Not defineCommand itself: an auto-pipeline copies
  * the defined commands when it is created, so a combination first used while one was
- * collecting commands was missing from it. The calls go out through scriptCall
- * (ioredis-commands.ts), the one place that knows ioredis internals.
+ * collecting commands was missing from it. The calls go out through the client's port
+ * (clients/), the one place that knows each client library: ioredis, iovalkey, node-redis.
  *
  * On Redis Cluster one script may only touch one slot. Keys of one client share a hash
  * tag, so that is the rule; only policies with their own `keyBy` can put one request's
@@ -84,8 +85,8 @@ export class RedisStore implements RateLimitStore {
   } = { policies: [], variant: 'consume', staticCosts: true, script: undefined };
   private scriptsWithLiterals = 0;
   private readonly isCluster: boolean;
-  private readonly send: ScriptCall;
-  /** The arguments of the EVALSHA being sent: `send` copies them, so one array serves every call. */
+  private readonly port: RedisClientPort;
+  /** The arguments of the EVALSHA being sent: the port copies them, so one array serves every call. */
   private readonly args: (string | number)[] = [];
 
   /**
@@ -93,21 +94,30 @@ export class RedisStore implements RateLimitStore {
    * connection), until it is ready again: what a refusal names as the cause.
    */
   private lastError: string | undefined;
+  /** Undoes the listeners the store put on the client. */
+  private readonly listening: (() => void)[] = [];
 
-  /** @param owned the store closes the client only if it created it */
+  /**
+   * @param client ioredis or iovalkey `Redis` / `Cluster`, node-redis `createClient()` /
+   *   `createCluster()`
+   * @param owned the store closes the client only if it created it
+   */
   constructor(
-    private readonly client: Redis | Cluster,
+    client: RedisClientLike,
     private readonly owned: boolean,
   ) {
+    const port = clientPortOf(client);
+    this.port = port;
     // A lazyConnect client would otherwise never connect: fast failure sends it no command.
-    if (client.status === 'wait') client.connect().catch(() => undefined);
-    this.isCluster = client.isCluster;
-    this.send = scriptCall(client);
-    client.on('ready', this.forgetLoadedScripts);
+    port.connectIfLazy();
+    this.isCluster = port.isCluster;
+    this.listening.push(port.onReady(this.forgetLoadedScripts));
     // A client the app owns keeps its own error handling: no listener of ours on it.
     if (owned) {
-      client.on('error', (error: Error) => (this.lastError = error.message));
-      client.on('ready', () => (this.lastError = undefined));
+      this.listening.push(
+        port.onError((error: Error) => (this.lastError = error.message)),
+        port.onReady(() => (this.lastError = undefined)),
+      );
     }
   }
 
@@ -135,12 +145,12 @@ export class RedisStore implements RateLimitStore {
     this.assertConnected();
     // One DEL per key (with its block key, in the same slot): keys of different clients may
     // live in different Cluster slots.
-    await Promise.all(keys.map((key) => this.client.del(key, key + BLOCK_KEY_SUFFIX)));
+    await Promise.all(keys.map((key) => this.port.del([key, key + BLOCK_KEY_SUFFIX])));
   }
 
   async close(): Promise<void> {
-    this.client.off('ready', this.forgetLoadedScripts);
-    if (this.owned) this.client.disconnect();
+    for (const off of this.listening.splice(0)) off();
+    if (this.owned) await this.port.close();
   }
 
   /**
@@ -151,7 +161,7 @@ export class RedisStore implements RateLimitStore {
    */
   nodeOf(keys: readonly string[]): string | undefined {
     if (!this.isCluster || spansSeveralHashTags(keys)) return undefined;
-    return (this.client as Cluster).slots[hashSlot(hashTag(keys[0]))]?.[0];
+    return this.port.masterOf(hashSlot(hashTag(keys[0])));
   }
 
   /**
@@ -161,14 +171,8 @@ export class RedisStore implements RateLimitStore {
    */
   async time(): Promise<number> {
     this.assertConnected();
-    const nodes = this.isCluster ? (this.client as Cluster).nodes('master') : [this.client];
-    if (nodes.length === 0) throw new Error('no Redis Cluster master known yet');
-    const times = await Promise.all(
-      nodes.map(async (node) => {
-        const [seconds, micros] = await node.time();
-        return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-      }),
-    );
+    const times = await this.port.masterTimes();
+    if (times.length === 0) throw new Error('no Redis Cluster master known yet');
     return Math.max(...times);
   }
 
@@ -187,7 +191,7 @@ export class RedisStore implements RateLimitStore {
     // Shortened, not emptied: emptied, V8 would free the room the next call needs.
     args.length = 2;
     scriptArguments(request, mode, variant, script.inlined, args);
-    return this.send('evalsha', args).then(toDecision, (error) => {
+    return this.port.script('evalsha', args).then(toDecision, (error) => {
       // A restart, failover or SCRIPT FLUSH empties the script cache; EVAL refills it.
       if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
       return this.evaluate(script, request, mode, variant).then(toDecision);
@@ -202,7 +206,7 @@ export class RedisStore implements RateLimitStore {
     variant: ScriptVariant,
   ): Promise<unknown> {
     const args: (string | number)[] = [script.lua, script.keyCount];
-    return this.send('eval', scriptArguments(request, mode, variant, script.inlined, args));
+    return this.port.script('eval', scriptArguments(request, mode, variant, script.inlined, args));
   }
 
   /** The script for this request's policies in this variant, composed the first time. */
@@ -271,13 +275,14 @@ export class RedisStore implements RateLimitStore {
   }
 
   /**
-   * While disconnected, a client with an offline queue (ioredis' default) would hold each
-   * command for its retries: fail at once instead, and let the next request try again.
+   * While disconnected, a client with an offline queue (ioredis' and node-redis' default)
+   * would hold each command for its retries: fail at once instead, and let the next request
+   * try again.
    */
   private assertConnected(): void {
-    if (this.client.status !== 'ready') {
+    if (!this.port.isReady()) {
       const cause = this.lastError === undefined ? '' : ` (${this.lastError})`;
-      throw new Error(`Redis connection is ${this.client.status}${cause}`);
+      throw new Error(`Redis connection is ${this.port.state()}${cause}`);
     }
   }
 }

@@ -3,6 +3,7 @@ import { createHook } from 'node:async_hooks';
 import type { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { awaitReady, createRedisClient } from '../../../lib/stores/redis/redis-connection.js';
+import { clientPortOf } from '../../../lib/stores/redis/clients/client-port.js';
 import { freePort } from '../../support/free-port.js';
 import { type RedisServer, startRedisServer } from '../../support/redis-server.js';
 
@@ -97,7 +98,7 @@ describe('the start-up wait for Redis', () => {
     const listeners = () => [client.listenerCount('error'), client.listenerCount('ready')];
     const before = listeners();
     const started = performance.now();
-    await awaitReady(client, logger);
+    await awaitReady(clientPortOf(client), logger);
     expect(performance.now() - started).toBeGreaterThanOrEqual(WAIT_MS - EARLY_MS);
     expect(warnings).toEqual([expect.stringMatching(/^Redis is not reachable yet \(/)]);
     expect(listeners()).toEqual(before);

@@ -1,0 +1,80 @@
+import type { Cluster, Redis } from 'ioredis';
+import { type ScriptCall, scriptCall } from '../ioredis-commands.js';
+import { type RedisClientPort, timeMs } from './redis-client-port.js';
+
+/**
+ * An ioredis (5 or 6) or iovalkey client, `Redis` or `Cluster`: iovalkey is a fork of
+ * ioredis with the same API, down to the Command class the fast path uses
+ * (ioredis-commands.ts). The types are ioredis 6's, which both share.
+ */
+export class IoredisPort implements RedisClientPort {
+  readonly isCluster: boolean;
+  readonly script: ScriptCall;
+
+  constructor(private readonly client: Redis | Cluster) {
+    this.isCluster = client.isCluster;
+    this.script = scriptCall(client);
+  }
+
+  isReady(): boolean {
+    return this.client.status === 'ready';
+  }
+
+  state(): string {
+    return this.client.status;
+  }
+
+  hasEnded(): boolean {
+    return this.client.status === 'end';
+  }
+
+  del(keys: readonly string[]): Promise<unknown> {
+    return this.client.del(...keys);
+  }
+
+  /** ioredis' slot map: per slot, its master first, as "host:port". */
+  masterOf(slot: number): string | undefined {
+    const { client } = this;
+    return isCluster(client) ? client.slots[slot]?.[0] : undefined;
+  }
+
+  masterTimes(): Promise<number[]> {
+    const { client } = this;
+    const nodes = isCluster(client) ? client.nodes('master') : [client];
+    return Promise.all(nodes.map(async (node) => timeMs(await node.time())));
+  }
+
+  onReady(listener: () => void): () => void {
+    this.client.on('ready', listener);
+    return () => this.client.off('ready', listener);
+  }
+
+  onError(listener: (error: Error) => void): () => void {
+    this.client.on('error', listener);
+    return () => this.client.off('error', listener);
+  }
+
+  connectIfLazy(): void {
+    if (this.client.status === 'wait') this.client.connect().catch(() => undefined);
+  }
+
+  /** Host and port (or socket path), the Sentinel master's name, or the Cluster's masters. */
+  describe(): string {
+    const { client } = this;
+    if (isCluster(client)) {
+      const masters = client
+        .nodes('master')
+        .map(({ options }) => `${options.host}:${options.port}`);
+      return `Redis Cluster${masters.length > 0 ? ` (masters ${masters.join(', ')})` : ''}`;
+    }
+    const { host, port, path, sentinels, name, db } = client.options;
+    const where = sentinels?.length ? `Sentinel master "${name}"` : path ? path : `${host}:${port}`;
+    return `Redis at ${where}${db ? ` db ${db}` : ''}`;
+  }
+
+  async close(): Promise<void> {
+    this.client.disconnect();
+  }
+}
+
+const isCluster = (client: Redis | Cluster): client is Cluster => client.isCluster;
