@@ -1,15 +1,17 @@
 import type { RateLimitPolicy } from '../../lib/interfaces/rate-limit-policy.interface.js';
 import { LimiterFixture, type StoreKind, VirtualClock } from '../support/limiters.js';
 import { useRedisServer } from '../support/redis-fixture.js';
+import { REDIS_CLIENTS } from '../support/redis-clients.js';
 
 /**
- * Each algorithm's exact contract, on a virtual clock, against a real redis-server and
- * against the embedded store: both must give these very numbers.
+ * Each algorithm's exact contract, on a virtual clock, against a real redis-server through
+ * every client library the package supports ('redis' is ioredis 6) and against the embedded
+ * store: all must give these very numbers.
  */
-describe.each<StoreKind>(['redis', 'memory'])('%s store', (kind) => {
-  // Started in the Redis half only: Jest runs no hook of a block whose tests are all filtered
+describe.each<StoreKind>(['redis', 'memory', ...REDIS_CLIENTS.slice(1)])('%s store', (kind) => {
+  // Started in the Redis runs only: Jest runs no hook of a block whose tests are all filtered
   // out, and the mutation runs take the memory half alone (jest.mutation.config.js).
-  const redis = kind === 'redis' ? useRedisServer() : undefined;
+  const redis = kind === 'memory' ? undefined : useRedisServer();
   const clock = new VirtualClock();
   let fixture: LimiterFixture;
   let keySeq = 0;

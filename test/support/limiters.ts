@@ -13,8 +13,15 @@ import type {
   StoreDecision,
 } from '../../lib/interfaces/rate-limit-store.interface.js';
 import { startRedisServer } from './redis-server.js';
+import {
+  type ClientUnderTest,
+  clientOf,
+  type RedisClientName,
+  untilReady,
+} from './redis-clients.js';
 
-export type StoreKind = 'redis' | 'memory';
+/** 'redis': ioredis 6 (its client readable as `client`); or another client library by name. */
+export type StoreKind = 'redis' | 'memory' | RedisClientName;
 
 /** A virtual clock the test moves by hand. */
 export class VirtualClock {
@@ -34,16 +41,22 @@ export class LimiterFixture {
   readonly client: Redis | undefined;
   readonly store: RateLimitStore;
 
+  /** The client of a library named by the kind (not 'redis'), until it is ready. */
+  private readonly other: ClientUnderTest | undefined;
+
   constructor(kind: StoreKind, redisUrl: string | undefined, options: RateLimitModuleOptions = {}) {
     this.client =
       kind === 'redis' ? new Redis(redisUrl!, { enableAutoPipelining: true }) : undefined;
-    this.store = this.client ? new RedisStore(this.client, true) : new MemoryStore();
+    this.other = kind === 'redis' || kind === 'memory' ? undefined : clientOf(kind, redisUrl!);
+    const redis = this.client ?? this.other?.client;
+    this.store = redis ? new RedisStore(redis, true) : new MemoryStore();
     this.limiter = new RateLimiter(resolveOptions(options), this.store);
   }
 
   /** Resolves once the Redis client (if any) can take commands. */
   async ready(): Promise<this> {
     if (this.client && this.client.status !== 'ready') await once(this.client, 'ready');
+    if (this.other) await untilReady(this.other.client);
     return this;
   }
 

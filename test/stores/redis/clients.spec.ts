@@ -1,0 +1,180 @@
+import { Controller, Get, Logger, type LoggerService } from '@nestjs/common';
+import {
+  RATE_LIMIT_REDIS,
+  RateLimit,
+  RateLimitModule,
+  type RateLimitPolicy,
+  RateLimitUnavailableException,
+} from '../../../lib/index.js';
+import { RateLimiter } from '../../../lib/limiter/rate-limiter.service.js';
+import { resolveOptions } from '../../../lib/config/resolved-options.js';
+import { RedisStore } from '../../../lib/stores/redis/redis.store.js';
+import { clientPortOf } from '../../../lib/stores/redis/clients/client-port.js';
+import {
+  type ClientUnderTest,
+  clientOf,
+  REDIS_CLIENTS,
+  type RedisClientName,
+} from '../../support/redis-clients.js';
+import { useRedisServer } from '../../support/redis-fixture.js';
+import { untilWindowHasRoom } from '../../support/redis-server.js';
+import { byClientHeader, sequentially, startApp } from '../../support/test-app.js';
+
+/** The deadline the tests hold each client to: the module's default. */
+const TIMEOUT_MS = 100;
+/**
+ * How much later than the deadline a decision on a silent or dead Redis may settle: timers
+ * late on a loaded machine, never the client's own retries (ioredis: 20 per command, a
+ * backoff up to 2 s; node-redis: an offline queue that waits for the reconnect).
+ */
+const LATE_MS = 400;
+const POLICY: RateLimitPolicy = { algorithm: 'fixed-window', limit: 1_000, window: '1h' };
+
+/** How long `work` took to settle, and whether it was refused as unavailable. */
+async function timed(work: Promise<unknown>): Promise<{ ms: number; unavailable: boolean }> {
+  const started = performance.now();
+  const unavailable = await work.then(
+    () => false,
+    (error: unknown) => error instanceof RateLimitUnavailableException,
+  );
+  return { ms: performance.now() - started, unavailable };
+}
+
+/** Polls until a decision is made on Redis again; how long that took. */
+async function untilDeciding(limiter: RateLimiter, withinMs: number): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    const ok = await limiter.consume('back', POLICY).then(
+      () => true,
+      () => false,
+    );
+    if (ok) return performance.now() - started;
+    if (performance.now() - started > withinMs) throw new Error(`not back in ${withinMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/**
+ * What differs between client libraries beyond the algorithms (test/stores/algorithms.spec.ts
+ * and redis.store.spec.ts run those through every client): a client as an app makes it, with
+ * its library's own retry and offline-queue defaults, held to the deadline on a stopped and
+ * on a killed Redis, decisions after a restart, its key prefix, and the module never closing
+ * it.
+ */
+describe.each(REDIS_CLIENTS)('a %s client the app made', (name: RedisClientName) => {
+  // A server per client: these tests stop, kill and restart it.
+  const redis = useRedisServer();
+  let made: ClientUnderTest;
+  let limiter: RateLimiter;
+  beforeAll(() => Logger.overrideLogger(false));
+  beforeEach(async () => {
+    made = clientOf(name, redis.server.url);
+    await made.ready();
+    limiter = new RateLimiter(
+      resolveOptions({ timeout: TIMEOUT_MS, breaker: false }),
+      new RedisStore(made.client, false),
+    );
+    await limiter.consume('warm-up', POLICY);
+  });
+  afterEach(() => made.close());
+
+  it('fails a decision on a stopped (SIGSTOP) Redis at the deadline, and decides again once it wakes', async () => {
+    await redis.server.pause(1_500);
+    const during = [];
+    for (let i = 0; i < 3; i++) during.push(await timed(limiter.consume('stopped', POLICY)));
+    for (const decision of during) {
+      expect(decision.unavailable).toBe(true);
+      expect(decision.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 1);
+      expect(decision.ms).toBeLessThan(TIMEOUT_MS + LATE_MS);
+    }
+    await untilDeciding(limiter, 5_000);
+  });
+
+  it('refuses at once while Redis is dead, and decides again after its restart (empty script cache)', async () => {
+    await redis.server.kill();
+    // Past the drop itself: the client has seen the socket close.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const during = [];
+    for (let i = 0; i < 5; i++) during.push(await timed(limiter.consume('killed', POLICY)));
+    for (const decision of during) {
+      expect(decision.unavailable).toBe(true);
+      // Refused, not queued until the deadline.
+      expect(decision.ms).toBeLessThan(TIMEOUT_MS / 2);
+    }
+    await redis.server.restart();
+    // The client's own reconnect backoff: ioredis 50 ms more per try, node-redis up to 500 ms.
+    await untilDeciding(limiter, 5_000);
+    await untilWindowHasRoom(redis.admin, 3_600_000);
+    const first = await limiter.consume('after-restart', POLICY);
+    const second = await limiter.consume('after-restart', POLICY);
+    expect([first.results[0].remaining, second.results[0].remaining]).toEqual([999, 998]);
+  });
+
+  it('reloads its scripts after SCRIPT FLUSH, on a connection that knew them', async () => {
+    await untilWindowHasRoom(redis.admin, 3_600_000);
+    await limiter.consume('flushed', POLICY);
+    await redis.admin.script('FLUSH');
+    const again = await limiter.consume('flushed', POLICY);
+    expect(again.results[0].remaining).toBe(998);
+  });
+
+  it('is provided as given, logged by where it decides, and never closed by the module', async () => {
+    @Controller()
+    class LimitedController {
+      @Get()
+      @RateLimit({ algorithm: 'fixed-window', limit: 3, window: '1h' })
+      limited() {
+        return 'ok';
+      }
+    }
+    const logs: string[] = [];
+    const logger: LoggerService = {
+      log: (message: unknown) => logs.push(String(message)),
+      warn: () => undefined,
+      error: () => undefined,
+    };
+    await untilWindowHasRoom(redis.admin, 3_600_000);
+    const app = await startApp(
+      'express',
+      [RateLimitModule.forRoot({ redis: made.client, keyBy: byClientHeader })],
+      [LimitedController],
+      // The module logs while it compiles, before the app's own logger is set.
+      { logger, customize: (builder) => builder.setLogger(logger) },
+    );
+    try {
+      expect(app.app.get(RATE_LIMIT_REDIS)).toBe(made.client);
+      expect(await sequentially(4, () => app.get('/', 'owned'))).toEqual([200, 200, 200, 429]);
+      expect(logs).toContain(`Deciding on Redis at 127.0.0.1:${redis.server.port}`);
+    } finally {
+      await app.close();
+    }
+    const port = clientPortOf(made.client);
+    expect(port.isReady()).toBe(true);
+    await expect(port.masterTimes()).resolves.toHaveLength(1);
+  });
+});
+
+describe.each(['ioredis 6', 'iovalkey', 'node-redis 6'] as const)(
+  "a %s client's key prefix",
+  (name) => {
+    const redis = useRedisServer();
+    it('goes before every key the store writes and resets, as its own commands would', async () => {
+      const made = clientOf(name, redis.server.url, { keyPrefix: 'tenant:' });
+      await made.ready();
+      try {
+        const store = new RedisStore(made.client, false);
+        const limiter = new RateLimiter(resolveOptions({ prefix: 'app1' }), store);
+        const policy: RateLimitPolicy = { algorithm: 'token-bucket', limit: 5, window: '1h' };
+        await limiter.consume('user-1', policy);
+        expect((await limiter.consume('user-1', policy)).results[0].remaining).toBe(3);
+        expect(await redis.admin.keys('*')).toEqual([
+          expect.stringMatching(/^tenant:app1:\{user-1\}:/),
+        ]);
+        await limiter.reset('user-1', policy);
+        expect(await redis.admin.keys('*')).toEqual([]);
+      } finally {
+        await made.close();
+      }
+    });
+  },
+);

@@ -1,0 +1,109 @@
+import * as ioredis6 from 'ioredis';
+import * as ioredis5 from 'ioredis5';
+import * as iovalkey from 'iovalkey';
+import * as nodeRedis6 from 'redis';
+import * as nodeRedis5 from 'redis5';
+import type { RedisClientLike } from '../../lib/interfaces/redis-client.interface.js';
+import { clientPortOf } from '../../lib/stores/redis/clients/client-port.js';
+
+/**
+ * Every client library the package supports, as an app makes its client: the library's
+ * own defaults (retries, offline queue), nothing set for the limiter's sake.
+ */
+export const REDIS_CLIENTS = [
+  'ioredis 6',
+  'ioredis 5',
+  'iovalkey',
+  'node-redis 6',
+  'node-redis 5',
+] as const;
+export type RedisClientName = (typeof REDIS_CLIENTS)[number];
+
+/** The Cluster clients: ioredis' `Cluster` and node-redis' `createCluster()`. */
+export const CLUSTER_CLIENTS = ['ioredis Cluster', 'node-redis 6 Cluster'] as const;
+export type ClusterClientName = (typeof CLUSTER_CLIENTS)[number];
+
+/** What a test does with a client of any library besides handing it to the package. */
+export interface ClientUnderTest {
+  readonly client: RedisClientLike;
+  /** Resolves once it takes commands. */
+  ready(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const IOREDIS: Record<'ioredis 6' | 'ioredis 5' | 'iovalkey', typeof ioredis6.Redis> = {
+  'ioredis 6': ioredis6.Redis,
+  'ioredis 5': ioredis5.Redis as unknown as typeof ioredis6.Redis,
+  iovalkey: iovalkey.Redis as unknown as typeof ioredis6.Redis,
+};
+
+/** ioredis-style options each library spells its own way. */
+export interface ClientOptions {
+  keyPrefix?: string;
+}
+
+/**
+ * A client of `name` on `url`, connecting. A node-redis client connects when told, as an
+ * app would before handing it over; each gets an error listener, as node-redis requires of
+ * an app (without one an error event kills the process).
+ */
+export function clientOf(
+  name: RedisClientName,
+  url: string,
+  options: ClientOptions = {},
+): ClientUnderTest {
+  if (name in IOREDIS) {
+    const client = new IOREDIS[name as keyof typeof IOREDIS](url, options);
+    client.on('error', () => undefined);
+    return wrap(client, async () => client.disconnect());
+  }
+  // The two majors' types differ in detail; an app has one of them.
+  const createClient = (
+    name === 'node-redis 6' ? nodeRedis6.createClient : nodeRedis5.createClient
+  ) as typeof nodeRedis6.createClient;
+  const client = createClient({ url, ...options });
+  client.on('error', () => undefined);
+  const connecting = client.connect().catch(() => undefined);
+  return wrap(client as unknown as RedisClientLike, async () => {
+    await connecting;
+    client.destroy();
+  });
+}
+
+/** A Cluster client of `name` on the given masters, connecting. */
+export function clusterClientOf(
+  name: ClusterClientName,
+  nodes: readonly { host: string; port: number }[],
+): ClientUnderTest {
+  if (name === 'ioredis Cluster') {
+    const client = new ioredis6.Cluster([...nodes]);
+    client.on('error', () => undefined);
+    return wrap(client, async () => client.disconnect());
+  }
+  const cluster = nodeRedis6.createCluster({
+    rootNodes: nodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` })),
+  });
+  cluster.on('error', () => undefined);
+  const connecting = cluster.connect().catch(() => undefined);
+  return wrap(cluster as unknown as RedisClientLike, async () => {
+    await connecting;
+    cluster.destroy();
+  });
+}
+
+function wrap(client: RedisClientLike, close: () => Promise<void>): ClientUnderTest {
+  return { client, ready: () => untilReady(client), close };
+}
+
+/** Resolves once `client` takes commands (of any library, through the package's own port). */
+export function untilReady(client: RedisClientLike): Promise<void> {
+  const port = clientPortOf(client);
+  return new Promise((resolve) => {
+    if (port.isReady()) return resolve();
+    const off = port.onReady(() => {
+      if (!port.isReady()) return;
+      off();
+      resolve();
+    });
+  });
+}
