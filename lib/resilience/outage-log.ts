@@ -11,7 +11,7 @@ const CAUSES: readonly [RegExp, string][] = [
   [/\bNOPERM\b/, 'NOPERM: the Redis user lacks a permission the limiter needs'],
   [/^OOM\b/, 'OOM: Redis is at its maxmemory and refuses writes'],
   [/\bECONNREFUSED\b/, 'connection refused: nothing listens at that address'],
-  [/\b(ECONNRESET|EPIPE)\b|connection is closed/i, 'connection lost'],
+  [/\b(ECONNRESET|EPIPE)\b|connection is closed|socket closed unexpectedly/i, 'connection lost'],
   [/^Redis connection is \w+$/, 'connection lost'],
 ];
 

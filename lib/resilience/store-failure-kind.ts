@@ -13,10 +13,12 @@ const CONNECTION_CODES = new Set([
   'ECONNABORTED',
 ]);
 /**
- * How ioredis (and RedisStore, which refuses while its client is not ready) say the
- * connection is gone; matched by text since they carry no code.
+ * How ioredis, node-redis (a command whose socket closed under it) and RedisStore (which
+ * refuses while its client is not ready) say the connection is gone; matched by text since
+ * they carry no code.
  */
-const DISCONNECTED = /connection is (?!ready)|stream isn't writeable|max retries per request/i;
+const DISCONNECTED =
+  /connection is (?!ready)|stream isn't writeable|max retries per request|socket closed unexpectedly|the client is (closed|offline)/i;
 
 /** The kind of a store failure, for `error.type`. */
 export function failureKind(error: unknown): StoreFailureKind {

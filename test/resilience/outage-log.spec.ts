@@ -32,6 +32,7 @@ describe('describeFailure', () => {
     ['connect ECONNREFUSED 127.0.0.1:1', /^connection refused/],
     ['Reached the max retries per request limit (which is 0).', /^connection lost/],
     ["Stream isn't writeable and enableOfflineQueue options is false", /^connection lost$/],
+    ['Socket closed unexpectedly', /^connection lost/],
     ['BUSY Redis is busy running a script', /^BUSY Redis is busy/],
   ])('says %p in words', (message, words) => {
     expect(describeFailure(new Error(message))).toMatch(words);

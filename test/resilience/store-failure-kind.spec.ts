@@ -22,6 +22,10 @@ describe('failureKind', () => {
     [new Error('Connection is closed.'), 'disconnected'],
     [new Error("Stream isn't writeable and enableOfflineQueue options is false"), 'disconnected'],
     [new Error('Reached the max retries per request limit (which is 0).'), 'disconnected'],
+    // node-redis
+    [new Error('Socket closed unexpectedly'), 'disconnected'],
+    [new Error('The client is closed'), 'disconnected'],
+    [new Error('The client is offline'), 'disconnected'],
     [new Error('NOPERM User default has no permissions to run the evalsha command'), 'error'],
     [new Error('BUSY Redis is busy running a script'), 'error'],
     ['a string thrown', 'error'],
