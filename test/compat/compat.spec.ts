@@ -294,3 +294,85 @@ describe('compatibility: Nest 11, CommonJS, Express, no Redis client (embedded s
     STEP_TIMEOUT_MS,
   );
 });
+
+/**
+ * Apps whose only Redis client is another library than ioredis, made and owned by the app and
+ * handed to the module (their own src: the shared app makes its client from a URL, with
+ * ioredis). Strict, with skipLibCheck off: the package's declarations compile without ioredis.
+ */
+describe.each([
+  {
+    title: 'Nest 11, CommonJS, Express, only node-redis 6 (`redis`), TypeScript 5.9',
+    dir: 'nest11-cjs-express-node-redis6',
+    client: 'redis',
+    absent: ['ioredis', 'iovalkey'],
+  },
+  {
+    title: 'Nest 11, CommonJS, Express, only iovalkey, TypeScript 5.9',
+    dir: 'nest11-cjs-express-iovalkey',
+    client: 'iovalkey',
+    absent: ['ioredis', 'redis'],
+  },
+])('compatibility: $title', ({ dir: name, client, absent }) => {
+  let dir: string;
+  const tsc = (tsconfig: string) =>
+    run(process.execPath, [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', tsconfig], dir);
+
+  beforeAll(async () => {
+    tarball ??= packLibrary();
+    dir = await prepareFixture(name, await tarball, { sharedApp: false });
+  }, INSTALL_TIMEOUT_MS);
+
+  it(
+    'builds with tsc under module commonjs (strict, skipLibCheck off)',
+    () => tsc('tsconfig.json'),
+    STEP_TIMEOUT_MS,
+  );
+
+  it('type-checks under module nodenext', () => tsc('tsconfig.nodenext.json'), STEP_TIMEOUT_MS);
+
+  it(`has ${client} and no other Redis client installed`, async () => {
+    const { stdout } = await run(
+      process.execPath,
+      [
+        '-e',
+        `for (const name of process.argv.slice(1)) {
+           try { require.resolve(name); console.log(name + ' found'); }
+           catch (error) { console.log(name + ' ' + error.code); }
+         }`,
+        client,
+        ...absent,
+      ],
+      dir,
+    );
+    expect(stdout.trim().split('\n')).toEqual([
+      `${client} found`,
+      ...absent.map((other) => `${other} MODULE_NOT_FOUND`),
+    ]);
+  });
+
+  it(
+    'two instances of it sharing one Redis admit exactly 3 between them, then 429',
+    async () => {
+      const redis = await startRedisServer();
+      const apps = await Promise.all([
+        startFixtureApp(dir, { REDIS_URL: redis.url }),
+        startFixtureApp(dir, { REDIS_URL: redis.url }),
+      ]);
+      try {
+        const statuses: number[] = [];
+        for (let i = 0; i <= LIMIT + 1; i++) {
+          statuses.push((await fetch(`${apps[i % 2].url}/limited`)).status);
+        }
+        expect(statuses).toEqual([200, 200, 200, 429, 429]);
+        for (const app of apps) {
+          expect(app.output()).toContain(`Deciding on Redis at 127.0.0.1:${redis.port}`);
+        }
+      } finally {
+        await Promise.all(apps.map((app) => app.stop()));
+        await redis.stop();
+      }
+    },
+    STEP_TIMEOUT_MS,
+  );
+});
