@@ -16,6 +16,12 @@
  * reported, with ratios to the row's reference (rate-limiter-flexible for the fixed window,
  * else the minimal script).
  *
+ * The row 'clients: fixed-window' is what the client library costs: the library's fixed window
+ * through each client it supports (ioredis 6, the reference; iovalkey, node-redis 6 and 5),
+ * each on a client of its own with that library's defaults, as an app hands it over. ioredis 5
+ * is left out: installed here as a second copy (`ioredis5`), its clients would take their own
+ * methods, not the Command path an app that installed ioredis 5 as `ioredis` gets.
+ *
  * DECIDE_BASELINE=<another build's dist/lib> adds that build's library as a variant (e.g.
  * /tmp/base/dist/lib of an older commit), measured in the same interleaved run, and a second
  * table of the library against it (medians of each round's ratio); a build from before the
@@ -35,6 +41,7 @@ import { composeDecideScript, scriptArguments } from '../lib/stores/redis/lua-sc
 import { RedisStore } from '../lib/stores/redis/redis.store.js';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { MINIMAL_SCRIPTS } from '../test/support/minimal-scripts.js';
+import { clientOf, REDIS_CLIENTS } from '../test/support/redis-clients.js';
 import { peerFixedWindows } from './peer-fixed-windows.js';
 
 const REQUESTS = Number(process.env.DECIDE_REQUESTS ?? 100_000);
@@ -100,7 +107,7 @@ const admin = new Redis(redis.url);
 // The deadline still runs on every call; a busy shared machine must not turn one into a 503.
 const options = resolveOptions({ timeout: 10_000 });
 const limiter = new RateLimiter(options, new RedisStore(client, false));
-const closers: (() => void)[] = [() => client.disconnect(), () => admin.disconnect()];
+const closers: (() => unknown)[] = [() => client.disconnect(), () => admin.disconnect()];
 let baseline: RateLimiter | undefined;
 if (BASELINE) {
   /** The first of `paths` the build has (now, then before the restructure). */
@@ -227,9 +234,27 @@ function variantsFor(label: string, policies: RateLimitPolicy[]): Record<string,
   return variants;
 }
 
+const CLIENTS_ROW = 'clients: fixed-window';
+const onClient = (name: string) => `library on ${name}`;
+
+/** The library's fixed window through each client library, each on a client of its own. */
+async function clientVariants(): Promise<Record<string, Call>> {
+  const policies = [policyOf('fixed-window')];
+  const variants: Record<string, Call> = {};
+  for (const name of REDIS_CLIENTS.filter((client) => client !== 'ioredis 5')) {
+    const made = clientOf(name, redis.url);
+    closers.push(() => made.close());
+    await made.ready();
+    const own = new RateLimiter(options, new RedisStore(made.client, false));
+    variants[onClient(name)] = (clientKey) => own.consume(clientKey, policies);
+  }
+  return variants;
+}
+
 const FLEXIBLE = 'rate-limiter-flexible';
 /** What a row's variants are compared with. */
-const referenceOf = (row: string) => (row === 'fixed-window' ? FLEXIBLE : MINIMAL);
+const referenceOf = (row: string) =>
+  row === 'fixed-window' ? FLEXIBLE : row === CLIENTS_ROW ? onClient(REDIS_CLIENTS[0]) : MINIMAL;
 
 const allRows: [string, Record<string, Call>][] = [
   ...ALGORITHMS.map((algorithm): [string, Record<string, Call>] => [
@@ -241,6 +266,7 @@ const allRows: [string, Record<string, Call>][] = [
     variantsFor(label, policies),
   ]),
 ];
+if (!ONLY || ONLY.includes(CLIENTS_ROW)) allRows.push([CLIENTS_ROW, await clientVariants()]);
 const rows = allRows.filter(([row]) => !ONLY || ONLY.includes(row));
 const samples = new Map<string, Sample[]>();
 try {
@@ -265,7 +291,7 @@ try {
     }
   }
 } finally {
-  closers.forEach((close) => close());
+  await Promise.all(closers.map((close) => close()));
   await redis.stop();
 }
 
