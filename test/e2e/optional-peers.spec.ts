@@ -5,11 +5,12 @@ const run = promisify(execFile);
 
 /**
  * The transports' packages, which the library reaches for only when a handler of theirs is
- * limited, OpenTelemetry's only with the `metrics` option, and @nestjs/throttler never (only the
- * nestjs-redis-rate-limiter/throttler entry names it, for its types).
+ * limited, OpenTelemetry's only with the `metrics` option, @nestjs/throttler never (only the
+ * nestjs-redis-rate-limiter/throttler entry names it, for its types), and the Redis clients'
+ * only for a `redis` option.
  */
 const OPTIONAL =
-  /\/node_modules\/(graphql|@nestjs\/(graphql|websockets|microservices|throttler)|@opentelemetry\/[^/]+)\//;
+  /\/node_modules\/(graphql|@nestjs\/(graphql|websockets|microservices|throttler)|@opentelemetry\/[^/]+|ioredis|iovalkey|redis|@redis\/[^/]+)\//;
 
 /**
  * Loads the built package in a fresh Node process, one way, then `@nestjs/websockets` as a
@@ -54,7 +55,7 @@ async function loadedPackages(how: 'import' | 'require') {
 
 describe('optional peers', () => {
   it.each(['import', 'require'] as const)(
-    'loading the package with %s loads none of graphql, @nestjs/websockets, @nestjs/microservices, @nestjs/throttler, @opentelemetry/api',
+    'loading the package with %s loads none of graphql, @nestjs/websockets, @nestjs/microservices, @nestjs/throttler, @opentelemetry/api, ioredis, iovalkey, redis',
     async (how) => {
       const { library, control } = await loadedPackages(how);
       expect(library).toEqual([]);
