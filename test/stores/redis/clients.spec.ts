@@ -1,4 +1,7 @@
 import { Controller, Get, Logger, type LoggerService } from '@nestjs/common';
+import * as nodeRedis6 from 'redis';
+import * as nodeRedis5 from 'redis5';
+import type { RedisClientLike } from '../../../lib/interfaces/redis-client.interface.js';
 import {
   RATE_LIMIT_REDIS,
   RateLimit,
@@ -178,3 +181,45 @@ describe.each(['ioredis 6', 'iovalkey', 'node-redis 6'] as const)(
     });
   },
 );
+
+describe.each([
+  ['node-redis 6', nodeRedis6 as unknown as typeof nodeRedis5],
+  ['node-redis 5', nodeRedis5],
+])('a %s client on RESP3 with a type mapping of its own', (_, library) => {
+  const redis = useRedisServer();
+  it('decides with the same numbers: replies are read as plain strings and numbers', async () => {
+    const client = library.createClient({ url: redis.server.url, RESP: 3 }).withTypeMapping({
+      [library.RESP_TYPES.BLOB_STRING]: Buffer,
+      [library.RESP_TYPES.NUMBER]: String,
+    });
+    client.on('error', () => undefined);
+    await client.connect();
+    try {
+      // A clock at a fraction of a ms: resets and retries come back as strings ("333.25").
+      const limiter = new RateLimiter(
+        resolveOptions({ clock: () => 1_700_000_000_000.25 }),
+        new RedisStore(client as unknown as RedisClientLike, false),
+      );
+      const policies: RateLimitPolicy[] = [
+        { name: 'a', algorithm: 'token-bucket', limit: 3, window: 1_000.5 },
+        { name: 'b', algorithm: 'sliding-window-counter', limit: 5, window: '1h' },
+      ];
+      const decisions = [];
+      for (let i = 0; i < 4; i++) decisions.push(await limiter.consume('typed', policies));
+      expect(decisions.map((decision) => decision.allowed)).toEqual([true, true, true, false]);
+      expect(decisions[2].results.map((result) => result.remaining)).toEqual([0, 2]);
+      const [bucket] = decisions[3].results;
+      expect(bucket.retryAfterMs).toBeGreaterThan(0);
+      expect(bucket.retryAfterMs).toBeLessThanOrEqual(333.5);
+      for (const { results } of decisions) {
+        for (const result of results) {
+          for (const field of ['remaining', 'resetMs', 'retryAfterMs'] as const) {
+            expect(Number.isFinite(result[field])).toBe(true);
+          }
+        }
+      }
+    } finally {
+      client.destroy();
+    }
+  });
+});

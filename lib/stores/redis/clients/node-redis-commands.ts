@@ -9,7 +9,8 @@ export type RedisArgument = string | Buffer;
 
 /**
  * Replies as RESP gives them (strings, numbers, arrays) whatever type mapping the app set
- * on its client (`withTypeMapping`): the store parses numbers and 1s, not Buffers or Maps.
+ * on its client (`withTypeMapping`): the store reads an admission as the number 1, which a
+ * mapping of numbers to strings would turn into '1'.
  */
 export const PLAIN_REPLIES = Object.freeze({ typeMapping: Object.freeze({}) });
 
