@@ -2,7 +2,7 @@ import { type RedisClientPort, timeMs } from './redis-client-port.js';
 import {
   type Emitter,
   listen,
-  PLAIN_REPLIES,
+  STORE_COMMAND_OPTIONS,
   prefixed,
   type RedisArgument,
   scriptCommand,
@@ -62,12 +62,12 @@ export class NodeRedisClusterPort implements RedisClientPort {
 
   script(name: 'eval' | 'evalsha', args: readonly (string | number)[]): Promise<unknown> {
     const command = scriptCommand(name, args, this.prefix);
-    return this.cluster.sendCommand(command[3], false, command, PLAIN_REPLIES);
+    return this.cluster.sendCommand(command[3], false, command, STORE_COMMAND_OPTIONS);
   }
 
   del(keys: readonly string[]): Promise<unknown> {
     const command = ['DEL', ...keys.map((key) => prefixed(this.prefix, key))];
-    return this.cluster.sendCommand(command[1], false, command);
+    return this.cluster.sendCommand(command[1], false, command, STORE_COMMAND_OPTIONS);
   }
 
   masterOf(slot: number): string | undefined {
@@ -79,7 +79,7 @@ export class NodeRedisClusterPort implements RedisClientPort {
     return Promise.all(
       this.cluster.masters.map(async (master) => {
         const client = await this.cluster.nodeClient(master);
-        return timeMs((await client.sendCommand(['TIME'], PLAIN_REPLIES)) as string[]);
+        return timeMs((await client.sendCommand(['TIME'], STORE_COMMAND_OPTIONS)) as string[]);
       }),
     );
   }

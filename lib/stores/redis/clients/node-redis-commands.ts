@@ -8,11 +8,15 @@
 export type RedisArgument = string | Buffer;
 
 /**
- * Replies as RESP gives them (strings, numbers, arrays) whatever type mapping the app set
- * on its client (`withTypeMapping`): the store reads an admission as the number 1, which a
- * mapping of numbers to strings would turn into '1'.
+ * The options of every command the store sends. Replies as RESP gives them (strings, numbers,
+ * arrays) whatever type mapping the app set on its client (`withTypeMapping`): the store reads
+ * an admission as the number 1, which a mapping of numbers to strings would turn into '1'.
+ * And no per-command timeout (node-redis 6 gives each command 5 s by default, through an
+ * AbortSignal and a timer of its own: two thirds of the client's CPU per decision,
+ * bench:decide): the store's deadline is the decision's timeout, far shorter, and a command
+ * it gave up on is answered or failed with its connection, as on ioredis.
  */
-export const PLAIN_REPLIES = Object.freeze({ typeMapping: Object.freeze({}) });
+export const STORE_COMMAND_OPTIONS = Object.freeze({ typeMapping: Object.freeze({}), timeout: 0 });
 
 /** Prefixes a key as node-redis' own commands do (its `keyPrefix` option, v6). */
 export function prefixed(prefix: RedisArgument | undefined, key: string): RedisArgument {

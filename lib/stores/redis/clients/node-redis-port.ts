@@ -2,7 +2,7 @@ import { type RedisClientPort, timeMs } from './redis-client-port.js';
 import {
   type Emitter,
   listen,
-  PLAIN_REPLIES,
+  STORE_COMMAND_OPTIONS,
   prefixed,
   type RedisArgument,
   scriptCommand,
@@ -48,11 +48,14 @@ export class NodeRedisPort implements RedisClientPort {
   }
 
   script(name: 'eval' | 'evalsha', args: readonly (string | number)[]): Promise<unknown> {
-    return this.client.sendCommand(scriptCommand(name, args, this.prefix), PLAIN_REPLIES);
+    return this.client.sendCommand(scriptCommand(name, args, this.prefix), STORE_COMMAND_OPTIONS);
   }
 
   del(keys: readonly string[]): Promise<unknown> {
-    return this.client.sendCommand(['DEL', ...keys.map((key) => prefixed(this.prefix, key))]);
+    return this.client.sendCommand(
+      ['DEL', ...keys.map((key) => prefixed(this.prefix, key))],
+      STORE_COMMAND_OPTIONS,
+    );
   }
 
   masterOf(): undefined {
@@ -60,7 +63,7 @@ export class NodeRedisPort implements RedisClientPort {
   }
 
   async masterTimes(): Promise<number[]> {
-    return [timeMs((await this.client.sendCommand(['TIME'], PLAIN_REPLIES)) as string[])];
+    return [timeMs((await this.client.sendCommand(['TIME'], STORE_COMMAND_OPTIONS)) as string[])];
   }
 
   onReady(listener: () => void): () => void {
