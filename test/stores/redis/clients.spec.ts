@@ -5,6 +5,7 @@ import type { RedisClientLike } from '../../../lib/interfaces/redis-client.inter
 import {
   RATE_LIMIT_REDIS,
   RateLimit,
+  RateLimitConfigError,
   RateLimitModule,
   type RateLimitPolicy,
   RateLimitUnavailableException,
@@ -228,5 +229,17 @@ describe.each([
     } finally {
       client.destroy();
     }
+  });
+});
+
+describe('a node-redis Sentinel client', () => {
+  it('fails the start with a RateLimitConfigError: its commands take another form than a client’s', async () => {
+    const sentinel = nodeRedis6.createSentinel({
+      name: 'mymaster',
+      sentinelRootNodes: [{ host: '127.0.0.1', port: 1 }],
+    });
+    const starting = startApp('express', [RateLimitModule.forRoot({ redis: sentinel })], []);
+    await expect(starting).rejects.toThrow(RateLimitConfigError);
+    await expect(starting).rejects.toThrow(/node-redis Sentinel/);
   });
 });

@@ -4,6 +4,7 @@ import type {
   NodeRedisLikeCluster,
   RedisClientLike,
 } from '../../../interfaces/redis-client.interface.js';
+import { RateLimitConfigError } from '../../../config/rate-limit-config.error.js';
 import { IoredisPort } from './ioredis-port.js';
 import { type NodeRedisCluster, NodeRedisClusterPort } from './node-redis-cluster-port.js';
 import { type NodeRedisClient, NodeRedisPort } from './node-redis-port.js';
@@ -33,11 +34,21 @@ export function isRedisClient(value: unknown): value is RedisClientLike {
 /** One port per client: the store and the start-up wait share its listeners and socket. */
 const ports = new WeakMap<RedisClientLike, RedisClientPort>();
 
+/** node-redis' `createSentinel()`: its `sendCommand` takes (isReadonly, args), unlike a client's. */
+const isNodeRedisSentinel = (value: Record<string, unknown>): boolean =>
+  typeof value.getMasterNode === 'function' && typeof value.getSentinelNode === 'function';
+
 /** The adapter for a client of whichever library made it. */
 export function clientPortOf(client: RedisClientLike): RedisClientPort {
   let port = ports.get(client);
   if (port) return port;
   const value = client as unknown as Record<string, unknown>;
+  if (isNodeRedisSentinel(value)) {
+    throw new RateLimitConfigError(
+      'Invalid RateLimitModule option redis: a node-redis Sentinel (createSentinel()) is not ' +
+        'supported; give an ioredis client with sentinels, or a node-redis client of the master',
+    );
+  }
   if (isIoredisLike(value)) port = new IoredisPort(client as IoredisLikeClient as Redis | Cluster);
   else if (isNodeRedisCluster(value))
     port = new NodeRedisClusterPort(client as NodeRedisLikeCluster as unknown as NodeRedisCluster);
