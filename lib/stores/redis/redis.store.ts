@@ -86,6 +86,8 @@ export class RedisStore implements RateLimitStore {
   private scriptsWithLiterals = 0;
   private readonly isCluster: boolean;
   private readonly port: RedisClientPort;
+  /** The port's script call, kept: one load less on every decision. */
+  private readonly send: RedisClientPort['script'];
   /** The arguments of the EVALSHA being sent: the port copies them, so one array serves every call. */
   private readonly args: (string | number)[] = [];
 
@@ -108,6 +110,7 @@ export class RedisStore implements RateLimitStore {
   ) {
     const port = clientPortOf(client);
     this.port = port;
+    this.send = port.script;
     // A lazyConnect client would otherwise never connect: fast failure sends it no command.
     port.connectIfLazy();
     this.isCluster = port.isCluster;
@@ -191,7 +194,7 @@ export class RedisStore implements RateLimitStore {
     // Shortened, not emptied: emptied, V8 would free the room the next call needs.
     args.length = 2;
     scriptArguments(request, mode, variant, script.inlined, args);
-    return this.port.script('evalsha', args).then(toDecision, (error) => {
+    return this.send('evalsha', args).then(toDecision, (error) => {
       // A restart, failover or SCRIPT FLUSH empties the script cache; EVAL refills it.
       if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
       return this.evaluate(script, request, mode, variant).then(toDecision);
@@ -206,7 +209,7 @@ export class RedisStore implements RateLimitStore {
     variant: ScriptVariant,
   ): Promise<unknown> {
     const args: (string | number)[] = [script.lua, script.keyCount];
-    return this.port.script('eval', scriptArguments(request, mode, variant, script.inlined, args));
+    return this.send('eval', scriptArguments(request, mode, variant, script.inlined, args));
   }
 
   /** The script for this request's policies in this variant, composed the first time. */

@@ -60,10 +60,10 @@ export class NodeRedisClusterPort implements RedisClientPort {
     return false;
   }
 
-  script(name: 'eval' | 'evalsha', args: readonly (string | number)[]): Promise<unknown> {
+  readonly script = (name: 'eval' | 'evalsha', args: readonly (string | number)[]) => {
     const command = scriptCommand(name, args, this.prefix);
     return this.cluster.sendCommand(command[3], false, command, STORE_COMMAND_OPTIONS);
-  }
+  };
 
   del(keys: readonly string[]): Promise<unknown> {
     const command = ['DEL', ...keys.map((key) => prefixed(this.prefix, key))];

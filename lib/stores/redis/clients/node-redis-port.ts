@@ -47,9 +47,8 @@ export class NodeRedisPort implements RedisClientPort {
     return false;
   }
 
-  script(name: 'eval' | 'evalsha', args: readonly (string | number)[]): Promise<unknown> {
-    return this.client.sendCommand(scriptCommand(name, args, this.prefix), STORE_COMMAND_OPTIONS);
-  }
+  readonly script = (name: 'eval' | 'evalsha', args: readonly (string | number)[]) =>
+    this.client.sendCommand(scriptCommand(name, args, this.prefix), STORE_COMMAND_OPTIONS);
 
   del(keys: readonly string[]): Promise<unknown> {
     return this.client.sendCommand(

@@ -17,9 +17,13 @@ export interface RedisClientPort {
   /**
    * EVALSHA or EVAL with [sha or script, key count, ...keys, ...arguments], with the
    * client's key prefix on the keys, string replies, and on a Cluster sent to the first
-   * key's slot. The caller may reuse `args` once this returns.
+   * key's slot. The caller may reuse `args` once this returns. A function of its own (no
+   * `this`): the store keeps it and calls it on every decision.
    */
-  script(name: 'eval' | 'evalsha', args: readonly (string | number)[]): Promise<unknown>;
+  readonly script: (
+    name: 'eval' | 'evalsha',
+    args: readonly (string | number)[],
+  ) => Promise<unknown>;
   /** DEL of keys in one slot. */
   del(keys: readonly string[]): Promise<unknown>;
   /** On a Cluster, the master (host:port) its slot map sends `slot` to; else undefined. */
