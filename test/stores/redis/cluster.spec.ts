@@ -356,6 +356,15 @@ describe('Redis Cluster (3 masters)', () => {
       await new Promise((resolve) => setTimeout(resolve, 1_500));
     });
 
+    it("names the master a decision's keys go to, from the client's own slot map", async () => {
+      const store = new RedisStore(made.client, false);
+      for (const key of ['a', 'b', 'c', 'd', 'e', 'f']) {
+        const keys = [`${PREFIX}:{${key}}:x`, `${PREFIX}:{${key}}:y`];
+        expect(store.nodeOf(keys)).toBe(admin.slots[await slotOf(keys[0])][0]);
+      }
+      expect(store.nodeOf([`${PREFIX}:{a}:x`, `${PREFIX}:{b}:x`])).toBeUndefined();
+    });
+
     it("reads Redis TIME as the latest of every master's clock", async () => {
       const nowOf = async (node: Redis) => timeMs(await node.time());
       const before = Math.max(...(await Promise.all(admin.nodes('master').map(nowOf))));
