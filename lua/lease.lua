@@ -11,19 +11,21 @@
 -- call; they count towards the request while they are still the budget's (a window's within
 -- that window, compared by index; a bucket's always, the pod sending them only before its
 -- lease ends), and stay with the pod when the request is denied (nothing is written then).
--- Expects  the general prelude, common.lua, and the binding: `steps` (policy i's step)
--- ARGV     after the prelude's four, per policy: limit, window, burst ('' for the windows),
+-- Expects  a prelude, common.lua, and the binding: `steps` (policy i's step), `leading`
+--          (how many ARGV the prelude reads),
+--          `reply` ({ 1, then eight zeros per policy }) and `values` (eight zeros per
+--          policy), at their full size: a table grown one slot at a time is reallocated as
+--          it grows
+-- ARGV     after the prelude's, per policy: limit, window, burst ('' for the windows),
 --          cost, lease (0: not leased), held units, the held units' window index
 -- Reply    admitted, then per policy: allowed, remaining, reset, retry, delay, granted (units
 --          charged to the pod's lease, the request's cost included; 0 when not leased), the
 --          window index, and in how many ms the lease ends (window end; bucket: refill time)
 local LEASE_SHARE = 8
 local count = #steps
-local values = {}
-local reply = { 1 }
 local admitted = true
 for i = 1, count do
-  local at = 4 + (i - 1) * 7
+  local at = leading + (i - 1) * 7
   local limit, window, burst = ARGV[at + 1] + 0, ARGV[at + 2] + 0, tonumber(ARGV[at + 3])
   local cost, lease, held = ARGV[at + 4] + 0, ARGV[at + 5] + 0, ARGV[at + 6] + 0
   local index = math.floor(now / window)
@@ -32,7 +34,9 @@ for i = 1, count do
   end
   local allowed, remaining, reset, retry, delay, a, b =
     steps[i](KEYS[i], now, limit, window, burst, cost - held, false)
-  values[i] = { limit, window, burst, cost, lease, held, a, b }
+  local v = i * 8 - 8
+  values[v + 1], values[v + 2], values[v + 3], values[v + 4] = limit, window, burst, cost
+  values[v + 5], values[v + 6], values[v + 7], values[v + 8] = lease, held, a, b
   local r = i * 8 - 6
   reply[r], reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] =
     allowed, remaining, reset, retry, delay
@@ -41,15 +45,17 @@ for i = 1, count do
 end
 if admitted and consume then
   for i = 1, count do
-    local v = values[i]
-    local limit, window, burst, cost, lease, held = v[1], v[2], v[3], v[4], v[5], v[6]
+    local v = i * 8 - 8
+    local limit, window, burst, cost = values[v + 1], values[v + 2], values[v + 3], values[v + 4]
+    local lease, held = values[v + 5], values[v + 6]
     local r = i * 8 - 6
     local take = cost
     if lease > 0 then
       take = math.min(lease, math.max(cost, math.floor((reply[r + 1] + held) / LEASE_SHARE)))
     end
     reply[r], reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] =
-      steps[i](KEYS[i], now, limit, window, burst, take - held, true, v[7], v[8])
+      steps[i](KEYS[i], now, limit, window, burst, take - held, true, values[v + 7],
+        values[v + 8])
     if lease > 0 then
       reply[r + 5] = take
       if burst then

@@ -7,7 +7,7 @@ import type {
   StoreDecision,
 } from '../../interfaces/rate-limit-store.interface.js';
 import { STALE_DECISION } from '../../interfaces/rate-limit-store.interface.js';
-import { commonFor, stepName, takesBurst } from './lua-script.js';
+import { commonFor, type ScriptVariant, stepName, takesBurst, variantFor } from './lua-script.js';
 import { LUA_SOURCES } from './lua-sources.generated.js';
 
 /** Values per policy in a leased reply (lua/lease.lua), after `admitted`. */
@@ -15,32 +15,54 @@ const LEASE_REPLY_STRIDE = 8;
 
 /**
  * The script that decides a leased request (lua/lease.lua) for these policies' algorithms:
- * the general prelude, what it needs of common.lua, each algorithm's step once, the table
- * of steps by policy, then the entry. Leases are taken once per many admissions, so its
+ * the general prelude, what it needs of common.lua, each algorithm's step once, the binding
+ * (the table of steps by policy, the reply and what the check read, at their full size),
+ * then the entry. Leases are taken once per many admissions, so its
  * values travel as arguments: one script per combination of algorithms.
  */
-export function composeLeaseScript(policies: readonly Pick<ResolvedPolicy, 'algorithm'>[]): string {
+export function composeLeaseScript(
+  policies: readonly Pick<ResolvedPolicy, 'algorithm'>[],
+  variant: ScriptVariant,
+): string {
   const algorithms = policies.map((policy) => policy.algorithm);
   const files = [...new Set(algorithms)].map((algorithm) => LUA_SOURCES[algorithm]);
-  if (algorithms.includes('fixed-window')) files.unshift('local exact_expiry = false');
-  const steps = `local steps = { ${algorithms.map(stepName).join(', ')} }`;
-  const rest = [...files, steps, LUA_SOURCES.lease];
-  return [LUA_SOURCES.prelude, commonFor(rest), ...rest].join('\n');
+  // As in decide's scripts: only the consume prelude's keys expire at their window's end.
+  if (algorithms.includes('fixed-window')) {
+    files.unshift(`local exact_expiry = ${variant === 'consume'}`);
+  }
+  const zeros = (count: number) => Array<number>(count).fill(0).join(', ');
+  const binding = [
+    `local steps = { ${algorithms.map(stepName).join(', ')} }`,
+    `local leading = ${LEADING_ARGS[variant]}`,
+    `local reply, values = { 1, ${zeros(8 * policies.length)} }, { ${zeros(8 * policies.length)} }`,
+  ].join('\n');
+  const rest = [...files, binding, LUA_SOURCES.lease];
+  const prelude = LUA_SOURCES[variant === 'consume' ? 'prelude-consume' : 'prelude'];
+  return [prelude, commonFor(rest), ...rest].join('\n');
 }
 
-/** The id of composeLeaseScript's script for these policies. */
-export const leaseScriptId = (policies: readonly ResolvedPolicy[]): string =>
-  policies.map((policy) => policy.algorithm).join(',');
+/** ARGV values before the policies' (see the preludes). */
+const LEADING_ARGS: Record<ScriptVariant, number> = { consume: 1, general: 4 };
+
+/** The variant of a leased request's script: the consume prelude's common case, or general. */
+export const leaseVariant = (request: DecideRequest): ScriptVariant =>
+  variantFor(request, request.mode);
+
+/** The id of composeLeaseScript's script for these policies in this variant. */
+export const leaseScriptId = (policies: readonly ResolvedPolicy[], variant: ScriptVariant) =>
+  `${variant}:${policies.map((policy) => policy.algorithm).join(',')}`;
 
 /** EVAL's keys and arguments for a leased request (see lua/lease.lua), appended to `args`. */
 export function leaseArguments(
   request: DecideRequest,
   terms: LeaseTerms,
+  variant: ScriptVariant,
   args: (string | number)[],
 ): (string | number)[] {
   const { keys, policies, costs } = request;
   args.push(keys.length, ...keys);
-  args.push(request.mode, request.now ?? '', request.ttlFloorMs, wantedUntil(request));
+  if (variant === 'consume') args.push(wantedUntil(request));
+  else args.push(request.mode, request.now ?? '', request.ttlFloorMs, wantedUntil(request));
   for (let i = 0; i < policies.length; i++) {
     const { algorithm, scriptArgs } = policies[i];
     args.push(scriptArgs[0], scriptArgs[1], takesBurst(algorithm) ? scriptArgs[2] : '');

@@ -12,6 +12,7 @@ import {
   giveBackArguments,
   leaseArguments,
   leaseScriptId,
+  leaseVariant,
   parseLeaseReply,
 } from './lease-script.js';
 
@@ -40,13 +41,14 @@ export class LeaseScripts {
   constructor(private readonly send: ScriptCall) {}
 
   decide(request: DecideRequest, terms: LeaseTerms): Promise<StoreDecision> {
-    const id = leaseScriptId(request.policies);
+    const variant = leaseVariant(request);
+    const id = leaseScriptId(request.policies, variant);
     let script = this.decisions.get(id);
     if (script === undefined) {
-      script = scriptOf(composeLeaseScript(request.policies));
+      script = scriptOf(composeLeaseScript(request.policies, variant));
       this.decisions.set(id, script);
     }
-    return this.run(script, leaseArguments(request, terms, [])).then((reply) =>
+    return this.run(script, leaseArguments(request, terms, variant, [])).then((reply) =>
       parseLeaseReply(reply as (number | string)[]),
     );
   }
