@@ -2,6 +2,8 @@ import type { RateLimitPolicy } from '../../lib/interfaces/rate-limit-policy.int
 import type { RateLimitModuleOptions } from '../../lib/interfaces/rate-limit-options.interface.js';
 import { LimiterFixture, VirtualClock } from '../support/limiters.js';
 import { useRedisServer } from '../support/redis-fixture.js';
+import { startRedisServer } from '../support/redis-server.js';
+import { RateLimitUnavailableException } from '../../lib/rate-limit.exceptions.js';
 
 /**
  * One pod's leases on a real Redis, on a virtual clock: what a store call takes, what is
@@ -255,4 +257,25 @@ describe('on Redis TIME', () => {
       expect((await exact.consume('k', policy)).results[0].remaining).toBeCloseTo(991, -0.5);
     },
   );
+});
+
+describe('a store failure', () => {
+  it('leaves what the pod holds to admit (it was charged), then the store failure', async () => {
+    const failing = await startRedisServer();
+    const fixture = await new LimiterFixture('redis', failing.url, { timeout: 200 }).ready();
+    try {
+      const policy = fixed(1_000, 10);
+      await fixture.limiter.consume('k', policy);
+      await failing.kill();
+      for (let i = 0; i < 9; i++) {
+        expect(await fixture.limiter.consume('k', policy)).toMatchObject({ leased: true });
+      }
+      await expect(fixture.limiter.consume('k', policy)).rejects.toBeInstanceOf(
+        RateLimitUnavailableException,
+      );
+    } finally {
+      await fixture.close();
+      await failing.stop();
+    }
+  });
 });
