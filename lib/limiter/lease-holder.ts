@@ -61,9 +61,9 @@ export class LeaseHolder {
   }
 
   /**
-   * Whether this request goes through leases: some policy leases at this cost, every key is
-   * the same client's (one hash tag, one atomic call), and no policy is a shadow or blocks
-   * (those need the store's own decision on every request).
+   * Whether this request goes through leases: some policy leases, every key is the same
+   * client's (one hash tag, one atomic call), and no policy is a shadow or blocks (those
+   * need the store's own decision on every request).
    */
   static applies(
     clientKeys: readonly string[],
@@ -77,7 +77,7 @@ export class LeaseHolder {
       if (policy.shadow || policy.blockMs > 0 || clientKeys[i] !== clientKeys[0]) return false;
       // A malformed cost is refused on the direct path (400), as without a lease.
       if (!Number.isSafeInteger(cost) || cost <= 0) return false;
-      if (policy.lease >= cost) leased = true;
+      if (policy.lease > 0) leased = true;
     }
     return leased;
   }
@@ -93,15 +93,17 @@ export class LeaseHolder {
     let fromStore = 0;
     for (let i = 0; i < policies.length; i++) {
       const policy = policies[i];
-      if (policy.lease < costs[i]) {
+      if (policy.lease === 0) {
         fromStore++;
         continue;
       }
       const holding = this.table.get(clientKeys[i], policy, now);
       holdings[i] = holding;
-      if (holding.units >= costs[i]) continue;
+      // A request costing more than the lease is the store's to decide (what the pod holds
+      // goes towards it); one the pod can pay is admitted here.
+      if (policy.lease >= costs[i] && holding.units >= costs[i]) continue;
       // Another request of this pod is taking a lease here: its grant may pay for this one.
-      if (holding.refill && mode === 'consume') {
+      if (holding.refill && mode === 'consume' && policy.lease >= costs[i]) {
         const retry = () => this.decide(mode, clientKeys, policies, costs);
         return holding.refill.then(retry, retry);
       }
@@ -140,8 +142,9 @@ export class LeaseHolder {
   }
 
   /**
-   * Some policies go to the store: those not leased at this cost, and the leased ones this
-   * pod holds too little of, which take a lease (giving back what they hold towards it).
+   * Some policies go to the store: those not leased, those costing more than their lease,
+   * and the leased ones this pod holds too little of, which take a lease. What the pod holds
+   * of a policy it asks about goes towards the request.
    */
   private async decideWithStore(
     mode: DecisionMode,
@@ -160,13 +163,13 @@ export class LeaseHolder {
     const given: (Reserved | undefined)[] = [];
     for (let i = 0; i < policies.length; i++) {
       const holding = holdings[i];
-      if (holding && holding.units >= costs[i]) {
+      if (holding && policies[i].lease >= costs[i] && holding.units >= costs[i]) {
         if (consume) holding.units -= costs[i];
         reserved[i] = { holding, generation: holding.generation, units: consume ? costs[i] : 0 };
         continue;
       }
       asked.push(i);
-      sizes.push(holding ? policies[i].lease : 0);
+      sizes.push(holding && policies[i].lease >= costs[i] ? policies[i].lease : 0);
       held.push(holding ? holding.units : 0);
       heldWindows.push(holding ? holding.window : 0);
       // What is held goes towards this request: it stays with the pod if the store denies.
@@ -185,7 +188,11 @@ export class LeaseHolder {
       this.clock.appClock ? now : undefined,
       { sizes, held, heldWindows },
     );
-    if (consume) for (const i of asked) if (holdings[i]) holdings[i]!.refill = call;
+    if (consume) {
+      asked.forEach((i, j) => {
+        if (sizes[j] > 0) holdings[i]!.refill = call;
+      });
+    }
     let answer: Awaited<typeof call>;
     try {
       answer = await call;
@@ -205,15 +212,13 @@ export class LeaseHolder {
         results[i] = result;
         return;
       }
-      const granted = decision.allowed && grant ? grant.units[j] : 0;
-      if (granted > 0) {
+      // Charged by the store with these terms: what the pod gave went towards the request.
+      const charged = decision.allowed && grant !== undefined;
+      const granted = charged ? grant.units[j] : 0;
+      if (granted > 0)
         holding.renew(granted - costs[i], grant!.windows[j], now, grant!.endsInMs[j]);
-        holding.known(result.remaining, result.resetMs, now);
-      } else {
-        if (given[j]) restore(given[j]);
-        // A denial or a peek: the store's view, with what this pod still holds.
-        holding.known(result.remaining, result.resetMs, now);
-      }
+      else if (!charged && given[j]) restore(given[j]);
+      holding.known(result.remaining, result.resetMs, now);
       results[i] = {
         ...result,
         remaining: Math.min(result.capacity, result.remaining + holding.units),
