@@ -2,8 +2,8 @@ import type { GiveBackRequest } from '../interfaces/rate-limit-store.interface.j
 import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js';
 
 /**
- * Client keys whose holdings a pod keeps at most; past this, the longest-known client's are
- * given back and forgotten. Holdings of clients no longer seen are swept as new ones come.
+ * Client keys whose holdings a pod keeps at most; past this, those of the client the sweep
+ * has reached are given back and forgotten. Idle clients are swept as new ones come.
  */
 const MAX_CLIENTS = 10_000;
 
@@ -125,15 +125,21 @@ export class HoldingTable {
   }
 
   /**
-   * Before a new client is added: forgets the longest-known client if none of its holdings
-   * holds anything or waits on the store, and gives back and forgets it past MAX_CLIENTS.
+   * Before a new client is added, looks at the client first in line: forgets it if none of
+   * its holdings holds anything or waits on the store, gives back and forgets it past
+   * MAX_CLIENTS, else sends it to the back of the line, so that the next sweep looks at
+   * another.
    */
   private sweep(now: number): void {
     const oldest = this.clients.entries().next().value;
     if (oldest === undefined) return;
     const [clientKey, holdings] = oldest;
     const idle = holdings.every((h) => h.refill === undefined && (h.units === 0 || !h.valid(now)));
-    if (!idle && this.clients.size < MAX_CLIENTS) return;
+    if (!idle && this.clients.size < MAX_CLIENTS) {
+      this.clients.delete(clientKey);
+      this.clients.set(clientKey, holdings);
+      return;
+    }
     for (const holding of holdings) void this.return(holding, now);
     this.clients.delete(clientKey);
   }
