@@ -99,9 +99,10 @@ export class LeaseHolder {
       }
       const holding = this.table.get(clientKeys[i], policy, now);
       holdings[i] = holding;
-      // A request costing more than the lease is the store's to decide (what the pod holds
-      // goes towards it); one the pod can pay is admitted here.
-      if (policy.lease >= costs[i] && holding.units >= costs[i]) continue;
+      // What the pod holds is charged budget: a request it covers is admitted here. Else the
+      // store decides, what the pod holds going towards the request (a new lease only where
+      // the cost is within the lease).
+      if (holding.units >= costs[i]) continue;
       // Another request of this pod is taking a lease here: its grant may pay for this one.
       if (holding.refill && mode === 'consume' && policy.lease >= costs[i]) {
         const retry = () => this.decide(mode, clientKeys, policies, costs);
@@ -163,7 +164,7 @@ export class LeaseHolder {
     const given: (Reserved | undefined)[] = [];
     for (let i = 0; i < policies.length; i++) {
       const holding = holdings[i];
-      if (holding && policies[i].lease >= costs[i] && holding.units >= costs[i]) {
+      if (holding && holding.units >= costs[i]) {
         if (consume) holding.units -= costs[i];
         reserved[i] = { holding, generation: holding.generation, units: consume ? costs[i] : 0 };
         continue;
