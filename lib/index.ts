@@ -80,6 +80,9 @@ export type {
 export type {
   DecideRequest,
   DecisionMode,
+  GiveBackRequest,
+  LeaseGrant,
+  LeaseTerms,
   PolicyVerdict,
   RateLimitStore,
   StoreDecision,

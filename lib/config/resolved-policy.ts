@@ -41,6 +41,8 @@ const ALGORITHM_CODES: Record<Algorithm, string> = {
 };
 const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'local'];
 const BUCKETS: ReadonlySet<Algorithm> = new Set(['token-bucket', 'leaky-bucket']);
+/** What a lease can be taken of: budgets whose charge a pod can spend later (docs/leases.md). */
+const LEASABLE: readonly Algorithm[] = ['fixed-window', 'sliding-window-counter', 'token-bucket'];
 /** Names appear in keys and inside quoted structured-field strings of the headers. */
 const POLICY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -147,6 +149,22 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
       "'local' needs the module option instances: how many instances share the limits while the store is unavailable",
     );
   }
+  const lease = policy.lease ?? 0;
+  if (policy.lease !== undefined) {
+    if (!LEASABLE.includes(algorithm)) {
+      fail('lease', `applies only to ${LEASABLE.join(', ')} (the algorithm is ${algorithm})`);
+    }
+    if (!isPositiveInteger(lease)) {
+      fail('lease', `must be a positive integer (got ${JSON.stringify(policy.lease)})`);
+    }
+    if (typeof policy.limit === 'number' && lease > policy.limit) {
+      fail('lease', `${lease} exceeds the limit (${policy.limit})`);
+    }
+    // A block must hold on every pod at once, and a shadow is charged apart: neither can be
+    // admitted from units a pod holds.
+    if (blockMs! > 0) fail('lease', 'cannot be combined with blockDuration');
+    if (policy.shadow === true) fail('lease', 'cannot be combined with shadow');
+  }
   const routePart = scope === 'route' && source.routeId ? `:${source.routeId}` : '';
   const template: ResolvedPolicy = {
     name,
@@ -161,6 +179,7 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
     shadow: policy.shadow === true,
     blockMs: blockMs!,
     failureMode,
+    lease,
     keySuffix: `:${name}:${ALGORITHM_CODES[algorithm]}${routePart}`,
     scriptArgs: [],
     perRequest: { limit: policy.limit, burst },
@@ -192,6 +211,7 @@ export function sizePolicy(
     shadow: policy.shadow,
     blockMs: policy.blockMs,
     failureMode: policy.failureMode,
+    lease: Math.min(policy.lease, capacity),
     keySuffix: policy.keySuffix,
     scriptArgs: [String(limit), String(policy.windowMs), String(capacity)],
     perRequest: undefined,

@@ -36,4 +36,9 @@ export interface RateLimitDecision {
    * of the contract).
    */
   cached?: true;
+  /**
+   * Set when this pod decided from units it had leased, without asking the store
+   * (`RateLimitPolicy.lease`; an extension of the contract).
+   */
+  leased?: true;
 }

@@ -93,4 +93,14 @@ export interface RateLimitPolicy {
    * @default the module's failureMode
    */
   failureMode?: FailureMode;
+  /**
+   * Leased quotas (fixed-window, sliding-window-counter and token-bucket only): the most
+   * units a pod takes from one client key's shared budget in one store call, charged in the
+   * store at once and then admitted locally until spent or the lease ends (the window's end;
+   * a token bucket: the time the lease takes to refill). A positive integer, at most `limit`;
+   * with a function `limit`, capped by the resolved limit. Requests costing more are decided
+   * by the store directly. See docs/leases.md.
+   * @default none: every request is decided by the store
+   */
+  lease?: number;
 }

@@ -19,6 +19,43 @@ export interface DecideRequest {
    * charges nothing and comes back `stale`. Undefined: no limit.
    */
   readonly wantedUntil?: number;
+  /**
+   * Set by a pod taking leases (docs/leases.md): the store charges each leased policy a lease
+   * instead of the cost alone and says so in `StoreDecision.leased`. A store that does not
+   * lease (the embedded one) decides the request as if it were unset.
+   */
+  readonly lease?: LeaseTerms;
+}
+
+/** What a leasing pod asks of each policy of a request, by position. */
+export interface LeaseTerms {
+  /** The most units to charge to the pod's lease, the cost included; 0: not leased. */
+  readonly sizes: readonly number[];
+  /** Units the pod holds (fewer than the cost) and gives back towards this request. */
+  readonly held: readonly number[];
+  /** The window index the held units were charged in (the windows; ignored for buckets). */
+  readonly heldWindows: readonly number[];
+}
+
+/** What a store leased, by policy position (StoreDecision.leased). */
+export interface LeaseGrant {
+  /** Units charged to the pod, the request's cost included; 0 where not leased or denied. */
+  readonly units: readonly number[];
+  /** The window index they were charged in (on the store's clock). */
+  readonly windows: readonly number[];
+  /** In how many ms, from the decision's instant, the lease ends. */
+  readonly endsInMs: readonly number[];
+}
+
+/** Units a pod gives back to one policy's budget (RateLimitStore.giveBack). */
+export interface GiveBackRequest {
+  readonly key: string;
+  readonly policy: ResolvedPolicy;
+  readonly units: number;
+  /** The window index they were charged in (LeaseGrant.windows). */
+  readonly window: number;
+  readonly now: number | undefined;
+  readonly ttlFloorMs: number;
 }
 
 /** A store's answer for one policy of a request (the limiter adds the policy's name and sizes). */
@@ -39,6 +76,8 @@ export interface StoreDecision {
   readonly stale?: true;
   /** Set by failureMode 'local': decided in this process at a share of each limit, not by the store. */
   readonly local?: true;
+  /** Set when the store leased (DecideRequest.lease) and admitted. */
+  readonly leased?: LeaseGrant;
 }
 
 /** What both stores answer when a decision starts after `wantedUntil`. */
@@ -70,4 +109,9 @@ export interface RateLimitStore {
    * process; a store without it gets no `wantedUntil`.
    */
   time?(): Promise<number>;
+  /**
+   * Optional: gives back leased units that are still the budget's (DecideRequest.lease);
+   * resolves to how many went back. A store without it decides leased policies directly.
+   */
+  giveBack?(request: GiveBackRequest): Promise<number>;
 }

@@ -27,6 +27,11 @@ export interface ResolvedPolicy {
   readonly blockMs: number;
   /** Its own failure mode (RateLimitPolicy.failureMode); undefined: the module's. */
   readonly failureMode: FailureMode | undefined;
+  /**
+   * The most units one store call may lease to this pod (RateLimitPolicy.lease, capped by the
+   * capacity); 0: not leased. A template's is the policy's own, capped when it is sized.
+   */
+  readonly lease: number;
   /** Appended to the client's hash tag to form this policy's key. */
   readonly keySuffix: string;
   /** The script arguments: limit, window, burst. */

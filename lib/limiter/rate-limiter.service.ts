@@ -7,6 +7,7 @@ import {
 } from '@nestjs/common';
 import { clientTag, policyKey } from '../stores/store-keys.js';
 import { DenyCache } from './deny-cache.js';
+import { LeaseHolder } from './lease-holder.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_STORE } from '../rate-limit.constants.js';
 import type {
   PolicyResult,
@@ -20,6 +21,8 @@ import { ThrottledLog } from '../observability/throttled-log.js';
 import type {
   DecideRequest,
   DecisionMode,
+  LeaseGrant,
+  LeaseTerms,
   RateLimitStore,
   StoreDecision,
 } from '../interfaces/rate-limit-store.interface.js';
@@ -63,6 +66,8 @@ export class RateLimiter implements OnApplicationShutdown {
    * instead of joining and hashing a new one.
    */
   private lastKeys: KeysOfCall | undefined;
+  /** Leased quotas (docs/leases.md), on a store that leases; the embedded one decides directly. */
+  private readonly leases: LeaseHolder | undefined;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
@@ -79,6 +84,16 @@ export class RateLimiter implements OnApplicationShutdown {
         options.denyCacheEntries,
         clock === 'redis' ? redisClockMargin : noMargin,
         clock !== 'redis',
+      );
+    }
+    if (store.giveBack) {
+      const giveBack = store.giveBack.bind(store);
+      this.leases = new LeaseHolder(
+        this.askForLease,
+        { now: this.now ?? (() => performance.now()), appClock: this.now !== undefined },
+        giveBack,
+        (clientKey, policy) => policyKey(options.prefix, clientTag(clientKey), policy.keySuffix),
+        this.ttlFloorMs,
       );
     }
   }
@@ -104,10 +119,10 @@ export class RateLimiter implements OnApplicationShutdown {
   /** Forgets what `key` has used of these policies. */
   async reset(key: string, policies: RateLimitPolicy | RateLimitPolicy[]): Promise<void> {
     const tag = clientTag(key);
-    const keys = this.resolve(policies).map((policy) =>
-      policyKey(this.options.prefix, tag, policy.keySuffix),
-    );
+    const resolved = this.resolve(policies);
+    const keys = resolved.map((policy) => policyKey(this.options.prefix, tag, policy.keySuffix));
     this.denials?.forget(keys);
+    this.leases?.forget(key, resolved);
     await this.resilientStore.reset(keys);
   }
 
@@ -134,8 +149,25 @@ export class RateLimiter implements OnApplicationShutdown {
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
   ): Promise<RateLimitDecision> {
+    if (this.leases && LeaseHolder.applies(clientKeys, policies, costs)) {
+      return this.leases.decide(mode, clientKeys, policies, costs);
+    }
     return this.askStore(mode, clientKeys, policies, costs, false);
   }
+
+  /** The lease holder's store call: askStore with lease terms, and what the store leased. */
+  private readonly askForLease = async (
+    mode: DecisionMode,
+    clientKeys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    now: number | undefined,
+    terms: LeaseTerms,
+  ): Promise<{ decision: RateLimitDecision; grant: LeaseGrant | undefined }> => {
+    const call: LeaseCall = { terms, grant: undefined };
+    const decision = await this.askStore(mode, clientKeys, policies, costs, true, call, now);
+    return { decision, grant: call.grant };
+  };
 
   /** One store call for all `policies`, unless some are shadows not yet set apart. */
   private askStore(
@@ -144,6 +176,8 @@ export class RateLimiter implements OnApplicationShutdown {
     policies: readonly ResolvedPolicy[],
     costs: readonly number[],
     shadowsApart: boolean,
+    lease?: LeaseCall,
+    at?: number,
   ): Promise<RateLimitDecision> {
     const last = this.lastKeys;
     const known =
@@ -170,7 +204,7 @@ export class RateLimiter implements OnApplicationShutdown {
     }
     // Copies: the caller may change its arrays in place (decideByKey refills one per call).
     if (!known) this.lastKeys = { clientKeys: [...clientKeys], policies: [...policies], keys };
-    const now = this.now?.();
+    const now = at ?? this.now?.();
     const askedAt = performance.now();
     // Known denials are answered here. A cost beyond capacity skips the cache both ways:
     // its answer must say so, and no time lifts it.
@@ -199,6 +233,8 @@ export class RateLimiter implements OnApplicationShutdown {
       beyondCapacity,
       sentAt,
       generation,
+      lease: lease?.terms,
+      leaseCall: lease,
     };
     return this.resilientStore.decide(request, askedAt, this.finish);
   }
@@ -208,9 +244,10 @@ export class RateLimiter implements OnApplicationShutdown {
    * in the request), so that no closure is made per call.
    */
   private readonly finish = (
-    { allowed, verdicts, local }: StoreDecision,
+    { allowed, verdicts, local, leased }: StoreDecision,
     request: LimiterRequest,
   ): RateLimitDecision => {
+    if (request.leaseCall) request.leaseCall.grant = leased;
     const { keys, policies, requestedCosts: costs, beyondCapacity } = request;
     const results = new Array<PolicyResult>(verdicts.length);
     for (let i = 0; i < verdicts.length; i++) {
@@ -348,8 +385,19 @@ export class RateLimiter implements OnApplicationShutdown {
     return list.map((policy) => this.resolved.get(policy)!);
   }
 
-  /** Releases what the resilient store holds (the local fallback's store). */
-  onApplicationShutdown(): Promise<void> {
+  /**
+   * Gives back the units this pod leased and has not used (waiting at most `timeout` for
+   * the store), then releases what the resilient store holds (the local fallback's store).
+   */
+  async onApplicationShutdown(): Promise<void> {
+    if (this.leases) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>(
+        (resolve) => (timer = setTimeout(resolve, this.options.timeout)),
+      );
+      await Promise.race([this.leases.close(), late]);
+      clearTimeout(timer);
+    }
     return this.resilientStore.close();
   }
 }
@@ -379,6 +427,14 @@ interface LimiterRequest extends DecideRequest {
   /** For the deny cache: when the request was sent, in its clock, and its generation then. */
   readonly sentAt: number;
   readonly generation: number;
+  /** Set for the lease holder's calls: what the store leased is written back to it. */
+  readonly leaseCall: LeaseCall | undefined;
+}
+
+/** A lease holder's store call: its terms, and the grant the store answered with. */
+interface LeaseCall {
+  readonly terms: LeaseTerms;
+  grant: LeaseGrant | undefined;
 }
 
 /** Store keys and what they were made of (the prefix aside, which never changes). */

@@ -147,6 +147,7 @@ export class ResilientStore {
             now: request.now,
             ttlFloorMs: request.ttlFloorMs,
             wantedUntil,
+            lease: request.lease,
           };
     return this.silence.wait(
       callStore(this.store, this.store.decide, asked),

@@ -24,6 +24,12 @@ import { LIVE_POLICY } from './sandbox-live.controller.js';
 import { loadSandboxAssets } from './sandbox-assets.js';
 import { InvalidSimulationSettings, parseSimulationSettings } from './simulation-settings.js';
 import {
+  InvalidPodsSettings,
+  parsePodsSettings,
+  type PodsRun,
+  runPods,
+} from './pods-simulation.js';
+import {
   ALGORITHMS,
   BURST_SIZE,
   BUSIEST_SPAN_MS,
@@ -91,6 +97,18 @@ export class SandboxController {
       return await runSimulation(this.limiter, parseSimulationSettings(body));
     } catch (error) {
       if (error instanceof InvalidSimulationSettings) throw new BadRequestException(error.message);
+      throw error;
+    }
+  }
+
+  /** The "pods" view: one client's requests over several pods, exact and leased. */
+  @Post('pods')
+  @HttpCode(200)
+  async pods(@Body() body: unknown): Promise<PodsRun> {
+    try {
+      return await runPods(this.limiter, parsePodsSettings(body));
+    } catch (error) {
+      if (error instanceof InvalidPodsSettings) throw new BadRequestException(error.message);
       throw error;
     }
   }

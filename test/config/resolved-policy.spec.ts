@@ -1,6 +1,10 @@
 import { RateLimitConfigError } from '../../lib/config/rate-limit-config.error.js';
 import type { RateLimitPolicy } from '../../lib/interfaces/rate-limit-policy.interface.js';
-import { type PolicySource, resolvePolicies } from '../../lib/config/resolved-policy.js';
+import {
+  type PolicySource,
+  resolvePolicies,
+  sizePolicy,
+} from '../../lib/config/resolved-policy.js';
 
 /**
  * Each field's boundary, the exact message of each mistake, and what a resolved policy
@@ -162,6 +166,7 @@ describe('resolvePolicies results', () => {
       scope: 'route',
       shadow: true,
       blockMs: 0,
+      lease: 0,
       keySuffix: `:default:${code}:Shop.buy`,
       scriptArgs: ['5', '2000', String(capacity)],
     });
@@ -264,5 +269,64 @@ describe('resolvePolicies with limits per request', () => {
     const sized = byGuard({ algorithm: 'token-bucket', limit: 3, window: 1, burst: 4 });
     expect(sized).toMatchObject({ limit: 3, burst: 4, maxCost: 4, scriptArgs: ['3', '1', '4'] });
     expect(sized.perRequest).toBeUndefined();
+  });
+});
+
+describe('lease', () => {
+  it.each<[unknown, string]>([
+    [
+      { algorithm: 'sliding-window-log', limit: 10, window: 1, lease: 2 },
+      invalid(
+        'default',
+        'lease',
+        'applies only to fixed-window, sliding-window-counter, token-bucket (the algorithm is sliding-window-log)',
+      ),
+    ],
+    [
+      { algorithm: 'leaky-bucket', limit: 10, window: 1, lease: 2 },
+      invalid(
+        'default',
+        'lease',
+        'applies only to fixed-window, sliding-window-counter, token-bucket (the algorithm is leaky-bucket)',
+      ),
+    ],
+    [
+      { limit: 10, window: 1, lease: 0 },
+      invalid('default', 'lease', 'must be a positive integer (got 0)'),
+    ],
+    [
+      { limit: 10, window: 1, lease: 2.5 },
+      invalid('default', 'lease', 'must be a positive integer (got 2.5)'),
+    ],
+    [
+      { limit: 10, window: 1, lease: '5' },
+      invalid('default', 'lease', 'must be a positive integer (got "5")'),
+    ],
+    [{ limit: 10, window: 1, lease: 11 }, invalid('default', 'lease', '11 exceeds the limit (10)')],
+    [
+      { limit: 10, window: 1, lease: 5, blockDuration: 100 },
+      invalid('default', 'lease', 'cannot be combined with blockDuration'),
+    ],
+    [
+      { limit: 10, window: 1, lease: 5, shadow: true },
+      invalid('default', 'lease', 'cannot be combined with shadow'),
+    ],
+  ])('%p: %s', (policy, expected) => {
+    expect(message(policy)).toBe(expected);
+  });
+
+  it('is 0 when unset, the lease when set, capped by the capacity a function limit resolves to', () => {
+    expect(one({ limit: 10, window: 1 }).lease).toBe(0);
+    expect(one({ algorithm: 'token-bucket', limit: 10, window: 1, lease: 10 }).lease).toBe(10);
+    expect(
+      one({ algorithm: 'token-bucket', limit: 10, burst: 4, window: 1, lease: 10 }).lease,
+    ).toBe(4);
+    const template = one(
+      { algorithm: 'fixed-window', limit: () => 3, window: 1, lease: 50 },
+      { ...route, perRequest: true },
+    );
+    expect(template.lease).toBe(50);
+    expect(sizePolicy(template, 3, undefined).lease).toBe(3);
+    expect(sizePolicy(template, 500, undefined).lease).toBe(50);
   });
 });

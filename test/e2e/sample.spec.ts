@@ -46,6 +46,33 @@ describe('sample app', () => {
     expect((await running.get('/metrics')).status).toBe(404);
   });
 
+  it('sandbox pods: exact and leased runs both admit the limit, leased with fewer store calls', async () => {
+    const response = await fetch(`${running.url}/sandbox/pods`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ pods: 6, lease: 10, limit: 500, requests: 1_500 }),
+    });
+    expect(response.status).toBe(200);
+    const { exact, leased } = (await response.json()) as Record<
+      'exact' | 'leased',
+      { admitted: number; denied: number; storeCalls: number }
+    >;
+    expect(exact).toMatchObject({ admitted: 500, denied: 1_000 });
+    expect(leased).toMatchObject({ admitted: 500, denied: 1_000 });
+    expect(exact.storeCalls).toBeGreaterThanOrEqual(500);
+    // 50 calls for full leases at most, more as they shrink, far fewer than 500.
+    expect(leased.storeCalls).toBeLessThan(200);
+    const refused = await fetch(`${running.url}/sandbox/pods`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ pods: 6, lease: 600, limit: 500, requests: 10 }),
+    });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { message: string }).message).toBe(
+      'lease must be a whole number from 1 to 500',
+    );
+  });
+
   it('keeps answering 200 within the deadline when Redis dies (fail-open)', async () => {
     await server.kill();
     for (let i = 0; i < 5; i++) {

@@ -275,6 +275,21 @@ describe.each<Setup>([
     await page.setViewportSize(DESKTOP);
   });
 
+  it('runs one client over pods, exact and leased, both at the limit', async () => {
+    await showTab('Pods');
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await page.waitForSelector('#pods-results [data-mode="exact"]');
+    const field = (mode: string, name: string) =>
+      page.textContent(`#pods-results [data-mode="${mode}"] [data-field="${name}"]`);
+    expect(await field('exact', 'admitted')).toBe('500 of a limit of 500');
+    expect(await field('lease 10', 'admitted')).toBe('500 of a limit of 500');
+    const exactCalls = Number(await field('exact', 'store-calls'));
+    const leasedCalls = Number(await field('lease 10', 'store-calls'));
+    // On the embedded store a lease decides directly.
+    if (store === 'redis') expect(leasedCalls).toBeLessThan(exactCalls / 3);
+    else expect(leasedCalls).toBe(exactCalls);
+  });
+
   it('shows live responses and their RateLimit headers as they arrive', async () => {
     await showTab('Live');
     // The sliding log admits exactly `limit` in any window; a fixed window could roll over mid-test.

@@ -22,8 +22,9 @@
  * - `metrics`: as `redis`, with the `metrics` option on, read by OpenTelemetry's Prometheus
  *   exporter (never scraped: what recording costs each request).
  * Every variant keys clients by the `x-client` header. Two routes: `/ping` with a budget
- * no benchmark exhausts (every request decided and admitted), and `/hot` with a limit of
- * one (after the first, every request of a client is denied).
+ * no benchmark exhausts (every request decided and admitted), leased when HOT_PATH_LEASE
+ * gives a lease size (bench/leases.ts), and `/hot` with a limit of one (after the first,
+ * every request of a client is denied).
  * Once listening it has one full GC while idle (see settleLikeALongRunningProcess), unless
  * HOT_PATH_SETTLE=0, and then prints `listening <port>`.
  */
@@ -57,6 +58,8 @@ const ALGORITHM = (process.env.HOT_PATH_ALGORITHM ?? 'fixed-window') as Algorith
 if (ALGORITHM !== 'fixed-window' && ALGORITHM !== 'sliding-window-counter') {
   throw new Error(`HOT_PATH_ALGORITHM: fixed-window or sliding-window-counter, not ${ALGORITHM}`);
 }
+/** The `/ping` policy's lease; unset: none. */
+const LEASE = process.env.HOT_PATH_LEASE ? Number(process.env.HOT_PATH_LEASE) : undefined;
 /** In the library's keys (lib/config/resolved-policy.ts), which the bare guard's copy. */
 const ALGORITHM_CODE = ALGORITHM === 'fixed-window' ? 'fw3' : 'swc2';
 const WINDOW_MS = 3_600_000;
@@ -70,7 +73,7 @@ const CLIENT_OPTIONS: RedisOptions = {
 @Controller()
 class PingController {
   @Get('ping')
-  @RateLimit({ limit: ROOMY_LIMIT, window: '1h', algorithm: ALGORITHM })
+  @RateLimit({ limit: ROOMY_LIMIT, window: '1h', algorithm: ALGORITHM, lease: LEASE })
   ping() {
     return { pong: true };
   }

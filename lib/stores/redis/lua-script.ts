@@ -23,10 +23,10 @@ const LEADING_ARGS: Record<ScriptVariant, number> = { consume: 1, general: 4 };
 const PRELUDES: Record<ScriptVariant, string> = { consume: 'prelude-consume', general: 'prelude' };
 
 /** Only the buckets have a burst apart from the limit; the windows are sent none. */
-const takesBurst = (algorithm: Algorithm) => algorithm.endsWith('-bucket');
+export const takesBurst = (algorithm: Algorithm) => algorithm.endsWith('-bucket');
 
 /** The Lua function that lua/<algorithm>.lua defines. */
-const stepName = (algorithm: Algorithm) => algorithm.replaceAll('-', '_');
+export const stepName = (algorithm: Algorithm) => algorithm.replaceAll('-', '_');
 
 /**
  * What a route's script holds as Lua literals rather than reading from ARGV: 'none'; its
@@ -139,7 +139,7 @@ const COMMON_HELPERS = COMMON.flatMap((text) => {
 const COMMON_OPENING = COMMON.filter((text) => !/^local function /m.test(text));
 
 /** What a script of `rest` needs of lua/common.lua (its helpers call none of each other). */
-function commonFor(rest: readonly string[]): string {
+export function commonFor(rest: readonly string[]): string {
   const text = rest.join('\n');
   const used = COMMON_HELPERS.filter(({ call }) => call.test(text));
   return [...COMMON_OPENING, ...used.map((helper) => helper.text)].join('\n\n');

@@ -16,8 +16,10 @@ import type { RedisClientLike } from '../../interfaces/redis-client.interface.js
 import { clientPortOf } from './clients/client-port.js';
 import type { RedisClientPort } from './clients/redis-client-port.js';
 import { hashSlot } from './hash-slot.js';
+import { LeaseScripts } from './lease-scripts.js';
 import type {
   DecideRequest,
+  GiveBackRequest,
   PolicyVerdict,
   RateLimitStore,
   StoreDecision,
@@ -90,6 +92,8 @@ export class RedisStore implements RateLimitStore {
   private readonly send: RedisClientPort['script'];
   /** The arguments of the EVALSHA being sent: the port copies them, so one array serves every call. */
   private readonly args: (string | number)[] = [];
+  /** Leased decisions and give-backs (docs/leases.md): scripts of their own. */
+  private readonly leases: LeaseScripts;
 
   /**
    * The last error a client the store owns reported (NOAUTH, WRONGPASS, a refused
@@ -114,6 +118,7 @@ export class RedisStore implements RateLimitStore {
     // A lazyConnect client would otherwise never connect: fast failure sends it no command.
     port.connectIfLazy();
     this.isCluster = port.isCluster;
+    this.leases = new LeaseScripts(this.send);
     this.listening.push(port.onReady(this.forgetLoadedScripts));
     // A client the app owns keeps its own error handling: no listener of ours on it.
     if (owned) {
@@ -132,11 +137,14 @@ export class RedisStore implements RateLimitStore {
     for (const scripts of Object.values(this.scripts)) {
       for (const script of scripts.values()) script.loaded = false;
     }
+    this.leases.forgetLoaded();
   };
 
   /** Not async: on the hot path every promise layer counts. May throw while disconnected. */
   decide(request: DecideRequest): Promise<StoreDecision> {
     this.assertConnected();
+    // A leasing pod sends only keys of one client: one hash tag.
+    if (request.lease) return this.leases.decide(request, request.lease);
     // A standalone Redis runs any keys in one script; so does Cluster when they share a tag.
     if (!this.isCluster || !spansSeveralHashTags(request.keys)) {
       return this.runScript(request, request.mode);
@@ -149,6 +157,11 @@ export class RedisStore implements RateLimitStore {
     // One DEL per key (with its block key, in the same slot): keys of different clients may
     // live in different Cluster slots.
     await Promise.all(keys.map((key) => this.port.del([key, key + BLOCK_KEY_SUFFIX])));
+  }
+
+  giveBack(request: GiveBackRequest): Promise<number> {
+    this.assertConnected();
+    return this.leases.giveBack(request);
   }
 
   async close(): Promise<void> {

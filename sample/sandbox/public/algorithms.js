@@ -13,7 +13,7 @@ export const NAMES = {
   'fixed-window': 'Fixed Window',
 };
 
-/** @type {Readonly<Record<Exclude<View, 'live'>, string>>} */
+/** @type {Readonly<Record<Exclude<View, 'live' | 'pods'>, string>>} */
 export const ABOUT = {
   'sliding-window-log':
     'Remembers when each admitted request happened and admits a new one only if fewer than ' +

@@ -5,6 +5,7 @@
 import { byId } from './dom.js';
 import { setUpLive } from './live.js';
 import { setUpLiveMetrics } from './live-metrics.js';
+import { setUpPods } from './pods.js';
 import { state } from './state.js';
 import { setUpTabs, showView } from './tabs.js';
 import { redrawOnResize } from './timelines.js';
@@ -29,6 +30,7 @@ async function start() {
   byId('header-style', HTMLSelectElement).value = config.headerStyle;
   setUpLive(config);
   setUpLiveMetrics(config);
+  setUpPods();
   setUpTrafficControls();
   setUpTabs();
   showView(state.view);

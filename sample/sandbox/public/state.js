@@ -5,7 +5,7 @@
 /** @import { SandboxConfig } from '../sandbox.controller.js' */
 /** @import { SimulationRun, Traffic } from '../simulation.js' */
 
-/** @typedef {Algorithm | 'comparison' | 'live'} View */
+/** @typedef {Algorithm | 'comparison' | 'pods' | 'live'} View */
 
 /**
  * Where one drawn lane put its marks, for clicks, keys and the selection outline.

@@ -1,5 +1,5 @@
 // @ts-check
-// Tabs: one view per algorithm, the comparison of all five, and live mode.
+// Tabs: one view per algorithm, the comparison of all five, pods with leases, and live mode.
 
 import { ABOUT, EXPLOIT_VIEWS } from './algorithms.js';
 import { renderDetails } from './details.js';
@@ -26,11 +26,14 @@ export function showView(view) {
     tab.tabIndex = selected ? 0 : -1;
   }
   const live = view === 'live';
+  const pods = view === 'pods';
   const simulator = byId('simulator', HTMLElement);
   byId('live', HTMLElement).hidden = !live;
-  simulator.hidden = live;
-  if (view === 'live') return;
+  byId('pods', HTMLElement).hidden = !pods;
+  simulator.hidden = live || pods;
+  if (live) return;
   stopAutoSend();
+  if (pods) return;
   simulator.setAttribute('aria-labelledby', `tab-${view}`);
   byId('run-exploit', HTMLButtonElement).hidden = !EXPLOIT_VIEWS.has(view);
   byId('about', HTMLElement).textContent = ABOUT[view];

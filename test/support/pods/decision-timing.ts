@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ServerResponse } from 'node:http';
-import type { RateLimitStore } from '../../../lib/index.js';
+import type { RateLimiter, RateLimitStore } from '../../../lib/index.js';
 import { DECISION_ENDED_HEADER, DECISION_STARTED_HEADER } from './pod-config.js';
 
 /** The response whose request is being decided, carried through the guard to the store. */
@@ -37,5 +37,25 @@ export function stampDecisionTimes(store: RateLimitStore): void {
       response.setHeader(DECISION_ENDED_HEADER, String(Date.now()));
     }
     return decision;
+  };
+}
+
+/**
+ * Stamps the responses a pod admitted from units it leased (`decision.leased`), which no
+ * store call decided: the units were charged in the store when the lease was taken, so
+ * they count as decided, at the instant the pod spent them.
+ */
+export function stampLeasedDecisions(limiter: RateLimiter): void {
+  const decide = limiter.decide.bind(limiter);
+  limiter.decide = (...args) => {
+    const startedAt = Date.now();
+    return decide(...args).then((decision) => {
+      const response = currentResponse.getStore();
+      if (decision.leased && response && !response.headersSent) {
+        response.setHeader(DECISION_STARTED_HEADER, String(startedAt));
+        response.setHeader(DECISION_ENDED_HEADER, String(Date.now()));
+      }
+      return decision;
+    });
   };
 }

@@ -22,10 +22,11 @@ import { Cluster, Redis } from 'ioredis';
 import {
   RATE_LIMIT_STORE,
   RateLimit,
+  RateLimiter,
   RateLimitModule,
   type RateLimitStore,
 } from '../../../lib/index.js';
-import { stampDecisionTimes, withResponseScope } from './decision-timing.js';
+import { stampDecisionTimes, stampLeasedDecisions, withResponseScope } from './decision-timing.js';
 import { NaiveRedisGuard } from './naive-redis.guard.js';
 import {
   CLIENT_KEY_HEADER,
@@ -74,6 +75,7 @@ function limitedController(routes: PodConfig['routes']): {
       limit: policy.limit,
       window: policy.windowMs,
       burst: policy.burst,
+      lease: policy.lease,
     })(LimitedController.prototype, route, descriptor);
     policies.set(handler, { ...policy, route });
   }
@@ -157,7 +159,10 @@ if (config.blockEventLoop) blockEventLoop(config.blockEventLoop);
 const app = await NestFactory.create(podModule(config), { logger: ['error'] });
 serveLoopDelay(app);
 app.use(withResponseScope);
-if (config.variant !== 'naive-redis') stampDecisionTimes(app.get<RateLimitStore>(RATE_LIMIT_STORE));
+if (config.variant !== 'naive-redis') {
+  stampDecisionTimes(app.get<RateLimitStore>(RATE_LIMIT_STORE));
+  stampLeasedDecisions(app.get(RateLimiter));
+}
 await app.listen(0, '127.0.0.1');
 
 const stop = (): void => {

@@ -14,6 +14,8 @@ export interface PodRoutePolicy {
   readonly limit: number;
   readonly windowMs: number;
   readonly burst?: number;
+  /** The policy's `lease` (docs/leases.md). */
+  readonly lease?: number;
 }
 
 /** Everything a pod needs, passed as JSON in the POD_CONFIG environment variable. */

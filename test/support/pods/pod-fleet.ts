@@ -37,6 +37,8 @@ export interface LoadSpec {
   readonly requests: number;
   /** Requests in flight at once, spread evenly over the pods. */
   readonly concurrency: number;
+  /** The pods (by index) that take the load, in turn; omitted: every pod. */
+  readonly pods?: readonly number[];
 }
 
 export interface ResponseRecord {
@@ -66,10 +68,15 @@ export interface LoadReport {
 
 export interface PodFleet {
   readonly ports: readonly number[];
-  /** Sends `requests` requests, request i to pod i mod N, `concurrency` at a time. */
+  /** Sends `requests` requests, request i to pod i mod N (of `pods`), `concurrency` at a time. */
   fire(load: LoadSpec): Promise<LoadReport>;
   /** Each pod's largest event-loop delay in ms since the previous call (see LOOP_DELAY_PATH). */
   loopDelays(): Promise<number[]>;
+  /**
+   * Ends one pod and waits for it to exit: SIGTERM closes its app (shutdown hooks run),
+   * SIGKILL gives it no chance to.
+   */
+  stopPod(index: number, signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
   /** Stops every pod and waits for them to exit. */
   stop(): Promise<void>;
 }
@@ -90,7 +97,7 @@ function compiledPodFile(file: string): string {
 interface Pod {
   readonly port: number;
   readonly agent: Agent;
-  stop(): Promise<void>;
+  stop(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
 }
 
 function startPod(config: PodConfig, skewMs: number | undefined): Promise<Pod> {
@@ -110,9 +117,9 @@ function startPod(config: PodConfig, skewMs: number | undefined): Promise<Pod> {
     stderr = (stderr + chunk.toString()).slice(-MAX_STDERR_CHARS);
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async (): Promise<void> => {
+  const stop = async (signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> => {
     if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
+    child.kill(signal);
     const escalate = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
     await exited;
     clearTimeout(escalate);
@@ -164,6 +171,10 @@ export async function startPodFleet(options: PodFleetOptions): Promise<PodFleet>
   return {
     ports: pods.map((pod) => pod.port),
     fire: (load) => fire(pods, load, stamped),
+    stopPod: (index, signal) => {
+      pods[index].agent.destroy();
+      return pods[index].stop(signal);
+    },
     loopDelays: () =>
       Promise.all(
         pods.map(async ({ port }) =>
@@ -175,14 +186,15 @@ export async function startPodFleet(options: PodFleetOptions): Promise<PodFleet>
 }
 
 async function fire(pods: readonly Pod[], load: LoadSpec, stamped: boolean): Promise<LoadReport> {
-  const socketsPerPod = Math.ceil(load.concurrency / pods.length);
-  for (const pod of pods) pod.agent.maxSockets = socketsPerPod;
+  const targets = load.pods ?? pods.map((_, i) => i);
+  const socketsPerPod = Math.ceil(load.concurrency / targets.length);
+  for (const i of targets) pods[i].agent.maxSockets = socketsPerPod;
   const responses: ResponseRecord[] = [];
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < load.requests) {
       const index = next++;
-      responses.push(await send(pods, index % pods.length, load));
+      responses.push(await send(pods, targets[index % targets.length], load));
     }
   };
   await Promise.all(Array.from({ length: load.concurrency }, worker));

@@ -1,0 +1,263 @@
+import type {
+  PolicyResult,
+  RateLimitDecision,
+} from '../interfaces/rate-limit-decision.interface.js';
+import type {
+  DecisionMode,
+  GiveBackRequest,
+  LeaseGrant,
+  LeaseTerms,
+} from '../interfaces/rate-limit-store.interface.js';
+import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js';
+import { Holding, HoldingTable } from './holding-table.js';
+
+/** A store call for some of a request's policies, with lease terms (RateLimiter's). */
+export type LeaseAsk = (
+  mode: DecisionMode,
+  clientKeys: readonly string[],
+  policies: readonly ResolvedPolicy[],
+  costs: readonly number[],
+  now: number | undefined,
+  terms: LeaseTerms,
+) => Promise<{ decision: RateLimitDecision; grant: LeaseGrant | undefined }>;
+
+/** How the holder reads time. */
+export interface LeaseHolderClock {
+  /** Now in the holder's clock: the app's (local or a function), else this process's monotonic one. */
+  readonly now: () => number;
+  /** Whether `now` is the store's own clock (the app's, sent with every decision). */
+  readonly appClock: boolean;
+}
+
+/** One policy of a request admitted from units this pod held, kept until the request is decided. */
+interface Reserved {
+  readonly holding: Holding;
+  readonly generation: number;
+  readonly units: number;
+}
+
+/**
+ * Leased quotas (docs/leases.md): per policy and client key, the units of the shared budget
+ * this pod has already charged in the store and not yet admitted. A request every leased
+ * policy of which this pod can pay from what it holds is admitted here, without a store
+ * call; otherwise the policies it cannot pay go to the store in one atomic call that takes
+ * a new lease for each leased one (the store decides, so nothing is admitted that the store
+ * would not), while those it could pay stay reserved: admitted only if the store admits the
+ * rest, given back to the pod's holding otherwise (a denied request is charged to none).
+ * One lease call at a time per holding: requests that arrive meanwhile wait for its grant
+ * instead of each asking the store.
+ */
+export class LeaseHolder {
+  private readonly table: HoldingTable;
+
+  constructor(
+    private readonly ask: LeaseAsk,
+    private readonly clock: LeaseHolderClock,
+    giveBack: (request: GiveBackRequest) => Promise<number>,
+    storeKey: (clientKey: string, policy: ResolvedPolicy) => string,
+    ttlFloorMs: number,
+  ) {
+    this.table = new HoldingTable(giveBack, storeKey, ttlFloorMs, clock.appClock);
+  }
+
+  /**
+   * Whether this request goes through leases: some policy leases, every key is the same
+   * client's (one hash tag, one atomic call), and no policy is a shadow or blocks (those
+   * need the store's own decision on every request).
+   */
+  static applies(
+    clientKeys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): boolean {
+    let leased = false;
+    for (let i = 0; i < policies.length; i++) {
+      const policy = policies[i];
+      const cost = costs[i];
+      if (policy.shadow || policy.blockMs > 0 || clientKeys[i] !== clientKeys[0]) return false;
+      // A malformed cost is refused on the direct path (400), as without a lease.
+      if (!Number.isSafeInteger(cost) || cost <= 0) return false;
+      if (policy.lease > 0) leased = true;
+    }
+    return leased;
+  }
+
+  decide(
+    mode: DecisionMode,
+    clientKeys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+  ): Promise<RateLimitDecision> {
+    const now = this.clock.now();
+    const holdings = new Array<Holding | undefined>(policies.length);
+    let fromStore = 0;
+    for (let i = 0; i < policies.length; i++) {
+      const policy = policies[i];
+      if (policy.lease === 0) {
+        fromStore++;
+        continue;
+      }
+      const holding = this.table.get(clientKeys[i], policy, now);
+      holdings[i] = holding;
+      // What the pod holds is charged budget: a request it covers is admitted here. Else the
+      // store decides, what the pod holds going towards the request (a new lease only where
+      // the cost is within the lease).
+      if (holding.units >= costs[i]) continue;
+      // Another request of this pod is taking a lease here: its grant may pay for this one.
+      if (holding.refill && mode === 'consume' && policy.lease >= costs[i]) {
+        const retry = () => this.decide(mode, clientKeys, policies, costs);
+        return holding.refill.then(retry, retry);
+      }
+      fromStore++;
+    }
+    if (fromStore === 0)
+      return Promise.resolve(this.decideHere(mode, policies, costs, holdings, now));
+    return this.decideWithStore(mode, clientKeys, policies, costs, holdings, now);
+  }
+
+  /** Drops what this pod holds of these policies for `clientKey`: their budget was reset. */
+  forget(clientKey: string, policies: readonly ResolvedPolicy[]): void {
+    this.table.forget(clientKey, policies);
+  }
+
+  /** Gives back every unit held that is still the budget's (on app close). */
+  close(): Promise<void> {
+    return this.table.giveBackAll(this.clock.now());
+  }
+
+  /** Every leased policy paid from what this pod holds: no store call. */
+  private decideHere(
+    mode: DecisionMode,
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    holdings: readonly (Holding | undefined)[],
+    now: number,
+  ): RateLimitDecision {
+    const results = new Array<PolicyResult>(policies.length);
+    for (let i = 0; i < policies.length; i++) {
+      const holding = holdings[i]!;
+      if (mode === 'consume') holding.units -= costs[i];
+      results[i] = heldResult(policies[i], holding, now);
+    }
+    return { allowed: true, results, leased: true };
+  }
+
+  /**
+   * Some policies go to the store: those not leased, those costing more than their lease,
+   * and the leased ones this pod holds too little of, which take a lease. What the pod holds
+   * of a policy it asks about goes towards the request.
+   */
+  private async decideWithStore(
+    mode: DecisionMode,
+    clientKeys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    costs: readonly number[],
+    holdings: readonly (Holding | undefined)[],
+    now: number,
+  ): Promise<RateLimitDecision> {
+    const consume = mode === 'consume';
+    const reserved = new Array<Reserved | undefined>(policies.length);
+    const asked: number[] = [];
+    const sizes: number[] = [];
+    const held: number[] = [];
+    const heldWindows: number[] = [];
+    const given: (Reserved | undefined)[] = [];
+    for (let i = 0; i < policies.length; i++) {
+      const holding = holdings[i];
+      if (holding && holding.units >= costs[i]) {
+        if (consume) holding.units -= costs[i];
+        reserved[i] = { holding, generation: holding.generation, units: consume ? costs[i] : 0 };
+        continue;
+      }
+      asked.push(i);
+      sizes.push(holding && policies[i].lease >= costs[i] ? policies[i].lease : 0);
+      held.push(holding ? holding.units : 0);
+      heldWindows.push(holding ? holding.window : 0);
+      // What is held goes towards this request: it stays with the pod if the store denies.
+      given.push(
+        holding && consume
+          ? { holding, generation: holding.generation, units: holding.units }
+          : undefined,
+      );
+      if (holding && consume) holding.units = 0;
+    }
+    const call = this.ask(
+      mode,
+      asked.map((i) => clientKeys[i]),
+      asked.map((i) => policies[i]),
+      asked.map((i) => costs[i]),
+      this.clock.appClock ? now : undefined,
+      { sizes, held, heldWindows },
+    );
+    if (consume) {
+      asked.forEach((i, j) => {
+        if (sizes[j] > 0) holdings[i]!.refill = call;
+      });
+    }
+    let answer: Awaited<typeof call>;
+    try {
+      answer = await call;
+    } catch (error) {
+      for (const part of [...reserved, ...given]) if (part) restore(part);
+      throw error;
+    } finally {
+      if (consume)
+        for (const i of asked) if (holdings[i]?.refill === call) holdings[i]!.refill = undefined;
+    }
+    const { decision, grant } = answer;
+    const results = new Array<PolicyResult>(policies.length);
+    asked.forEach((i, j) => {
+      const result = decision.results[j];
+      const holding = holdings[i];
+      if (holding === undefined) {
+        results[i] = result;
+        return;
+      }
+      // Charged by the store with these terms: what the pod gave went towards the request.
+      const charged = decision.allowed && grant !== undefined;
+      const granted = charged ? grant.units[j] : 0;
+      if (granted > 0)
+        holding.renew(granted - costs[i], grant!.windows[j], now, grant!.endsInMs[j]);
+      else if (!charged && given[j]) restore(given[j]);
+      holding.known(result.remaining, result.resetMs, now);
+      results[i] = {
+        ...result,
+        remaining: Math.min(result.capacity, result.remaining + holding.units),
+      };
+    });
+    for (let i = 0; i < policies.length; i++) {
+      const part = reserved[i];
+      if (part === undefined) continue;
+      if (!decision.allowed) restore(part);
+      results[i] = heldResult(policies[i], part.holding, this.clock.now());
+    }
+    return {
+      allowed: decision.allowed,
+      results,
+      ...(decision.cached && { cached: true as const }),
+    };
+  }
+}
+
+/** Units taken from a holding for a request the store did not admit go back, if still its. */
+function restore({ holding, generation, units }: Reserved): void {
+  if (holding.generation === generation) holding.units += units;
+}
+
+/**
+ * A leased policy's result from what this pod knows: remaining as of its last store call
+ * less what it admitted since (the units it still holds), the reset then counted down.
+ */
+function heldResult(policy: ResolvedPolicy, holding: Holding, now: number): PolicyResult {
+  return {
+    policy: policy.name,
+    allowed: true,
+    limit: policy.limit,
+    window: policy.windowMs,
+    capacity: policy.maxCost,
+    remaining: Math.min(policy.maxCost, holding.storeRemaining + holding.units),
+    resetMs: Math.max(0, holding.resetAt - now),
+    retryAfterMs: 0,
+    delayMs: 0,
+  };
+}

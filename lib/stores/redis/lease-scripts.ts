@@ -1,0 +1,76 @@
+import { createHash } from 'node:crypto';
+import type {
+  DecideRequest,
+  GiveBackRequest,
+  LeaseTerms,
+  StoreDecision,
+} from '../../interfaces/rate-limit-store.interface.js';
+import type { RedisClientPort } from './clients/redis-client-port.js';
+import {
+  LEASE_RETURN_SCRIPT,
+  composeLeaseScript,
+  giveBackArguments,
+  leaseArguments,
+  leaseScriptId,
+  leaseVariant,
+  parseLeaseReply,
+} from './lease-script.js';
+
+interface Script {
+  readonly lua: string;
+  readonly sha: string;
+  /** Sent with EVAL on the current connection. */
+  loaded: boolean;
+}
+
+const scriptOf = (lua: string): Script => ({
+  lua,
+  sha: createHash('sha1').update(lua).digest('hex'),
+  loaded: false,
+});
+
+/**
+ * RedisStore's leased decisions and give-backs: EVALSHA of their scripts, EVAL the first
+ * time on a connection and again on NOSCRIPT, as the store does for decisions.
+ */
+export class LeaseScripts {
+  /** By leaseScriptId: a few combinations of algorithms at most. */
+  private readonly decisions = new Map<string, Script>();
+  private readonly giveBackScript = scriptOf(LEASE_RETURN_SCRIPT);
+
+  constructor(private readonly send: RedisClientPort['script']) {}
+
+  decide(request: DecideRequest, terms: LeaseTerms): Promise<StoreDecision> {
+    const variant = leaseVariant(request);
+    const id = leaseScriptId(request.policies, variant);
+    let script = this.decisions.get(id);
+    if (script === undefined) {
+      script = scriptOf(composeLeaseScript(request.policies, variant));
+      this.decisions.set(id, script);
+    }
+    return this.run(script, leaseArguments(request, terms, variant, [])).then((reply) =>
+      parseLeaseReply(reply as (number | string)[]),
+    );
+  }
+
+  giveBack(request: GiveBackRequest): Promise<number> {
+    return this.run(this.giveBackScript, giveBackArguments(request)).then(Number);
+  }
+
+  /** A new connection may reach a server without the scripts. */
+  forgetLoaded(): void {
+    for (const script of this.decisions.values()) script.loaded = false;
+    this.giveBackScript.loaded = false;
+  }
+
+  private run(script: Script, args: (string | number)[]): Promise<unknown> {
+    if (!script.loaded) {
+      script.loaded = true;
+      return this.send('eval', [script.lua, ...args]);
+    }
+    return this.send('evalsha', [script.sha, ...args]).catch((error: unknown) => {
+      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+      return this.send('eval', [script.lua, ...args]);
+    });
+  }
+}
