@@ -138,6 +138,12 @@ export class RedisStore implements RateLimitStore {
     if (this.owned) this.client.disconnect();
   }
 
+  /** ioredis' 'ready': the connection (a Cluster: the cluster) takes commands again. */
+  onReady(listener: () => void): () => void {
+    this.client.on('ready', listener);
+    return () => this.client.off('ready', listener);
+  }
+
   /**
    * Redis TIME in whole ms. On a Cluster, whose masters each keep their own clock, the
    * latest of them: a wantedUntil built on it is never earlier than the truth on any node,
