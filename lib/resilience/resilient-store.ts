@@ -51,6 +51,8 @@ export class ResilientStore {
   /** Set when the store can tell its time: then decisions carry `wantedUntil`. */
   private readonly clock: StoreClock | undefined;
   private readonly outage: OutageLog;
+  /** Stops listening for the store's connection becoming ready. */
+  private readonly stopReadyListener: (() => void) | undefined;
 
   constructor(
     private readonly store: RateLimitStore,
@@ -66,6 +68,9 @@ export class ResilientStore {
       });
     this.local = instances === undefined ? undefined : new LocalFallback(instances);
     this.clock = store.time && new StoreClock(() => store.time!());
+    // A connection that takes commands again ends the outage for the breaker at once: no
+    // request waits for a probe's answer (or, without time(), for halfOpenAfter).
+    this.stopReadyListener = this.breaker && store.onReady?.(() => this.breaker!.succeeded());
     const local =
       instances === undefined
         ? ''
@@ -109,6 +114,7 @@ export class ResilientStore {
 
   close(): Promise<void> {
     this.closed = true;
+    this.stopReadyListener?.();
     return this.local?.close() ?? Promise.resolve();
   }
 
