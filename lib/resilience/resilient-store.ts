@@ -21,11 +21,12 @@ export type ResilientStoreOptions = Pick<
 >;
 
 /**
- * How many times what answers lately took (SilenceDetector.recentLatency) a decision is given
- * before its deadline starts: on a loaded machine latency swings widely, and a script that
- * starts after its wantedUntil must be asked again, which a loaded machine can least afford.
- * Not capped, although a fault then costs a decision this margin past `timeout`: capped at
- * 40 ms, overloaded pods failed open (docs/failure-modes.md).
+ * How many times what answers lately took (SilenceDetector.recentLatency) a decision stays
+ * wanted past its deadline (`wantedUntil`): on a loaded machine latency swings widely, and a
+ * script that starts after its wantedUntil must be asked again, which a loaded machine can
+ * least afford (capped at 40 ms, overloaded pods failed open: docs/failure-modes.md). A
+ * silent store is given up on at the deadline all the same: the margin is for answers that
+ * keep coming, late, not for silence.
  */
 const LATENCY_MARGIN = 4;
 
@@ -121,8 +122,12 @@ export class ResilientStore {
   /**
    * One try at a decision. It is wanted until `wantedFor` ms from now: the deadline plus a
    * margin over how long answers have lately taken (long only on a busy process or machine),
-   * within maxWait. The deadline never gives up before then, and the store, told so as
-   * `wantedUntil`, charges nothing after then. A failure goes to the local fallback, if any.
+   * within maxWait; the store, told so as `wantedUntil`, charges nothing after then. A store
+   * silent for the whole deadline is given up on at the deadline, even before then: a fault
+   * then costs a decision no more than `timeout`. Should the store answer such a call within
+   * the margin after all, it charges a request the failure mode answered: one it admitted
+   * ('open', 'local') or refused ('closed'), never one more than the limit allows. A failure
+   * goes to the local fallback, if any.
    */
   private attempt<Q extends DecideRequest, R>(
     request: Q,
@@ -317,7 +322,8 @@ class Attempt<Q extends DecideRequest, R> extends WaitingCall<StoreDecision, R> 
     readonly pass: BreakerPass,
     readonly finish: Finish<Q, R>,
   ) {
-    super(askedAt, wantedFor, timeout, maxWait);
+    // First checked at the deadline, not at wantedFor: see attempt().
+    super(askedAt, timeout, timeout, maxWait);
   }
 
   answered(decision: StoreDecision): R | Promise<R> {
