@@ -49,6 +49,8 @@ const PROBE_EVERY_MS = 10;
 const PROBE_LEAD_MS = 50;
 const PROBE_TAIL_MS = 250;
 const PASSWORD = 'chaos-password';
+/** How long before a fault's start the watch's command that met it may have gone out. */
+const WATCH_SLACK_MS = 50;
 
 interface FaultPlan {
   readonly name: string;
@@ -149,8 +151,15 @@ interface Run {
  */
 function backAfter(watch: AcceptanceWatch, start: number, plan: FaultPlan, ended: number) {
   if (plan.instant) return ended;
-  const lost = watch.changes.findIndex((change) => !change.accepting && change.at >= start);
-  const back = lost < 0 ? undefined : watch.changes.slice(lost).find((change) => change.accepting);
+  // A failure is stamped when the command that met it went out, which may be just before
+  // the fault started; the watch sends one every 2 ms.
+  const lost = watch.changes.findIndex(
+    (change) => !change.accepting && change.at >= start - WATCH_SLACK_MS,
+  );
+  const back =
+    lost < 0
+      ? undefined
+      : watch.changes.slice(lost).find((change) => change.accepting && change.at > start);
   if (!back) throw new Error(`${plan.name}: the watch saw no outage, or no end to it`);
   return back.at;
 }
