@@ -114,4 +114,10 @@ export interface RateLimitStore {
    * resolves to how many went back. A store without it decides leased policies directly.
    */
   giveBack?(request: GiveBackRequest): Promise<number>;
+  /**
+   * Optional: calls `listener` each time the store's connection becomes ready to take
+   * commands (connected again after an outage); returns what stops it. The limiter then
+   * decides on the store again at once, without waiting for a probe to be answered.
+   */
+  onReady?(listener: () => void): () => void;
 }

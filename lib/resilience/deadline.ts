@@ -3,7 +3,10 @@ export class DeadlineExceededError extends Error {
   override readonly name = 'DeadlineExceededError';
 }
 
-/** A check later than this share of the timeout finds the process too busy to judge the store. */
+/**
+ * A check later than this share of the timeout finds the process too busy to judge the store,
+ * and checks again this share of the timeout later.
+ */
 export const LATE_CHECK_SHARE = 0.25;
 
 /** The span over which the slowest recent answers are remembered, in ms. */
@@ -247,11 +250,13 @@ export class SilenceDetector {
     const { startedAt, timeout, maxWait } = waiting;
     const waited = now - startedAt;
     const silence = this.silentFor(waiting.batch!);
-    if (waited < maxWait && (silence < timeout || now - waiting.due > timeout * LATE_CHECK_SHARE)) {
-      // Not silent, or this check ran late: then the machine was too busy to judge the
-      // store by its silence, so it gets a full deadline more, within maxWait.
-      waiting.due =
-        now + Math.min(silence < timeout ? timeout - silence : timeout, maxWait - waited);
+    const grace = timeout * LATE_CHECK_SHARE;
+    if (waited < maxWait && (silence < timeout || now - waiting.due > grace)) {
+      // Not silent: checked again when it would be. Or this check ran late: then the machine
+      // was too busy to judge the store by its silence, and a check on time, a moment later,
+      // judges it. Not a whole deadline later: answers that came meanwhile were read before
+      // this check (see `fire`), and a stalled store would cost a decision a deadline more.
+      waiting.due = now + Math.min(silence < timeout ? timeout - silence : grace, maxWait - waited);
       return;
     }
     this.unwatch(waiting);

@@ -1,5 +1,11 @@
+import { once } from 'node:events';
 import { Logger } from '@nestjs/common';
+import { Redis } from 'ioredis';
 import type { RateLimitPolicy } from '../../lib/interfaces/rate-limit-policy.interface.js';
+import type { RateLimitStore } from '../../lib/interfaces/rate-limit-store.interface.js';
+import { RateLimiter } from '../../lib/limiter/rate-limiter.service.js';
+import { resolveOptions } from '../../lib/config/resolved-options.js';
+import { RedisStore } from '../../lib/stores/redis/redis.store.js';
 import { LimiterFixture } from '../support/limiters.js';
 import {
   type RedisServer,
@@ -77,5 +83,49 @@ describe('the circuit breaker when Redis is back', () => {
     // The background probe in flight is answered as Redis resumes (timers late on a busy
     // machine aside); a request's probe would have come HALF_OPEN_AFTER_MS after opening.
     expect(performance.now() - resumedAt).toBeLessThan(500);
+  });
+
+  it('a connection that becomes ready closes it at once, where no probe asks the store', async () => {
+    // Without time() nothing probes in the background: only a request every
+    // HALF_OPEN_AFTER_MS, which this test never waits out.
+    const client = new Redis(server.url, { retryStrategy: () => 10, disconnectTimeout: 200 });
+    client.on('error', () => undefined);
+    await once(client, 'ready');
+    const redis = new RedisStore(client, true);
+    const store: RateLimitStore = {
+      decide: (request) => redis.decide(request),
+      reset: (keys) => redis.reset(keys),
+      close: () => redis.close(),
+      onReady: (listener) => redis.onReady(listener),
+    };
+    const readyListeners = client.listenerCount('ready');
+    const limiter = new RateLimiter(
+      resolveOptions({
+        timeout: TIMEOUT_MS,
+        breaker: { failures: 3, halfOpenAfter: HALF_OPEN_AFTER_MS },
+      }),
+      store,
+    );
+    try {
+      await server.pause(10_000);
+      const silent = await Promise.all(
+        Array.from({ length: 3 }, (_, i) => settled(limiter.consume(`silent-${i}`, POLICY))),
+      );
+      expect(silent.every((outcome) => /no answer within/.test(outcome))).toBe(true);
+      expect(await settled(limiter.consume('refused', POLICY))).toMatch(/circuit breaker open/);
+
+      await server.kill();
+      await server.restart();
+      const readyAt = performance.now();
+      if (client.status !== 'ready') await once(client, 'ready');
+      expect(await settled(limiter.consume('after-ready', POLICY))).toBe('ok');
+      expect(performance.now() - readyAt).toBeLessThan(HALF_OPEN_AFTER_MS / 2);
+    } finally {
+      await limiter.onApplicationShutdown();
+      expect(client.listenerCount('ready')).toBe(readyListeners);
+      await store.close();
+      // Closed between reconnects, the fixture's client would hold Jest open for 2 s.
+      if (fixture.client!.status !== 'ready') await once(fixture.client!, 'ready');
+    }
   });
 });

@@ -1,6 +1,10 @@
 import { jest } from '@jest/globals';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { DeadlineExceededError, SilenceDetector } from '../../lib/resilience/deadline.js';
+import {
+  DeadlineExceededError,
+  LATE_CHECK_SHARE,
+  SilenceDetector,
+} from '../../lib/resilience/deadline.js';
 import { watchTimerLateness } from '../support/timer-lateness.js';
 
 /** A store call that never answers. */
@@ -103,14 +107,17 @@ describe('SilenceDetector.withDeadline', () => {
     expect(ms).toBeLessThan(10_000);
   });
 
-  it('gives a process whose check ran late a full timeout more', async () => {
+  it('gives a process whose check ran late a quarter of the timeout more, not a whole one', async () => {
     const startedAt = performance.now();
     const pending = new SilenceDetector().withDeadline(silent(), limits);
     await nextTurn(); // the request is on the wire
     block(150); // the timer, due at 40 ms, can only run at 150 ms: too late to judge
+    const lateness = watchTimerLateness();
     const { error, ms } = await timed(pending, startedAt);
     expect(error).toBeInstanceOf(DeadlineExceededError);
-    expect(ms).toBeGreaterThanOrEqual(150 + 40 - EARLY_MS);
+    expect(ms).toBeGreaterThanOrEqual(150 + 40 * LATE_CHECK_SHARE - EARLY_MS);
+    // A whole timeout more would be 190 ms; a check late again adds a quarter more.
+    expect(ms).toBeLessThan(150 + 40 * LATE_CHECK_SHARE + 2 * lateness() + 15);
   });
 
   it('settles once: an answer after the deadline changes nothing', async () => {
@@ -469,16 +476,17 @@ describe('SilenceDetector.withDeadline on a fake clock', () => {
     expect(seen.error?.message).toBe('no answer within 4 ms (store silent)');
   });
 
-  it('gives a late check a full timeout more, even when the silence is exactly the timeout', async () => {
+  it('gives a late check a quarter of the timeout more, even when the silence is exactly the timeout', async () => {
     const from = performance.now();
     // Every check here runs 1 ms late, later than a quarter of the 2 ms timeout: so the call
-    // waits, a full timeout at a time (checks at 2, 5, 8, 11), until maxWait.
+    // waits, a quarter of it at a time (checks at 2, 4, 6, 8, 10), until maxWait. A whole
+    // timeout at a time, the checks at 2, 5, 8 and 11 found maxWait passed only at 11.
     const seen = settlement(
       new SilenceDetector().withDeadline(silent(), { wantedFor: 1, timeout: 2, maxWait: 10 }),
     );
-    await until(10, from);
+    await until(9, from);
     expect(seen.error).toBeUndefined();
-    await until(11, from);
+    await until(10, from);
     expect(seen.error?.message).toBe(
       'no answer within maxWait 10 ms (the store answers others, or this process is overloaded)',
     );

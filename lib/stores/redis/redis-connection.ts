@@ -16,12 +16,14 @@ const CONNECT_WAIT_MS = 2_000;
 const DISCONNECT_WAIT_MS = 200;
 
 /** Around this many ms between reconnect attempts while Redis is away (see reconnectDelay). */
-const RECONNECT_MS = 50;
+const RECONNECT_MS = 20;
 
 /**
  * ioredis' retryStrategy for the clients the module creates, from a URL and from options
- * alike: a try every 25-75 ms however long the outage, so decisions are back on Redis within
- * about that long after it accepts commands again (ioredis' own default backs off to 2 s).
+ * alike: a try every 10-30 ms however long the outage, so decisions are back on Redis within
+ * about that long after it accepts commands again (ioredis' own default backs off to 2 s). A
+ * refused try costs a pod next to nothing; a longer wait made a recovery within 100 ms
+ * depend on luck once the pod's timers ran late.
  * The jitter keeps a fleet of pods from reconnecting in step. Options that set their own
  * retryStrategy keep it.
  */

@@ -180,6 +180,11 @@ export class RedisStore implements RateLimitStore {
     return this.port.masterOf(hashSlot(hashTag(keys[0])));
   }
 
+  /** The client's own 'ready': the connection (a Cluster: the cluster) takes commands again. */
+  onReady(listener: () => void): () => void {
+    return this.port.onReady(listener);
+  }
+
   /**
    * Redis TIME in whole ms. On a Cluster, whose masters each keep their own clock, the
    * latest of them: a wantedUntil built on it is never earlier than the truth on any node,

@@ -34,7 +34,9 @@ import {
   POD_CONFIG_ENV,
   type PodConfig,
   type PodRoutePolicy,
+  REQUEST_LOG_PATH,
 } from './pod-config.js';
+import { requestLog } from './request-log.js';
 
 /**
  * Unless the config says otherwise: generous, and with failureMode 'closed'. On a loaded
@@ -158,6 +160,11 @@ const config = readConfig();
 if (config.blockEventLoop) blockEventLoop(config.blockEventLoop);
 const app = await NestFactory.create(podModule(config), { logger: ['error'] });
 serveLoopDelay(app);
+if (config.requestLog) {
+  const log = requestLog();
+  app.use(REQUEST_LOG_PATH, log.serve);
+  app.use(log.record);
+}
 app.use(withResponseScope);
 if (config.variant !== 'naive-redis') {
   stampDecisionTimes(app.get<RateLimitStore>(RATE_LIMIT_STORE));

@@ -39,6 +39,8 @@ export interface PodConfig {
   readonly instances?: number;
   /** Blocks the pod's event loop for `forMs` every `everyMs`, as a CPU-bound handler would. */
   readonly blockEventLoop?: { readonly everyMs: number; readonly forMs: number };
+  /** Keep every request the pod answers, served at REQUEST_LOG_PATH (request-log.ts). */
+  readonly requestLog?: boolean;
   /** Key prefix, so that runs sharing one Redis never share a budget. */
   readonly prefix: string;
   /** Route name (served at GET /limited/<name>) to its policy. */
@@ -59,6 +61,8 @@ export const READY_LINE = /^pod listening on (\d+)$/m;
 export const routePath = (route: string): string => `/limited/${route}`;
 /** A pod's largest event-loop delay (ms) since the previous request to this path. */
 export const LOOP_DELAY_PATH = '/loop-delay';
+/** With `requestLog`: the requests the pod answered since the previous request to this path. */
+export const REQUEST_LOG_PATH = '/request-log';
 
 /**
  * A window so long that nothing refills or slides out during a run, and an epoch-aligned

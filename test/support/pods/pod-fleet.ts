@@ -13,8 +13,10 @@ import {
   POD_CONFIG_ENV,
   type PodConfig,
   READY_LINE,
+  REQUEST_LOG_PATH,
   routePath,
 } from './pod-config.js';
+import type { PodRequestLog } from './request-log.js';
 
 const HOST = '127.0.0.1';
 /** Six Nest apps starting at once on two cores take a few seconds; allow plenty. */
@@ -77,12 +79,14 @@ export interface PodFleet {
    * SIGKILL gives it no chance to.
    */
   stopPod(index: number, signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  /** With `config.requestLog`: each pod's requests since the previous call, in order answered. */
+  requestLogs(): Promise<PodRequestLog[]>;
   /** Stops every pod and waits for them to exit. */
   stop(): Promise<void>;
 }
 
 /** The compiled pod app and clock preload: child processes cannot run TypeScript on Node 20. */
-function compiledPodFile(file: string): string {
+export function compiledPodFile(file: string): string {
   let folder = dirname(fileURLToPath(import.meta.url));
   while (!existsSync(join(folder, 'package.json'))) {
     const parent = dirname(folder);
@@ -179,6 +183,15 @@ export async function startPodFleet(options: PodFleetOptions): Promise<PodFleet>
       Promise.all(
         pods.map(async ({ port }) =>
           Number(await (await fetch(`http://${HOST}:${port}${LOOP_DELAY_PATH}`)).text()),
+        ),
+      ),
+    requestLogs: () =>
+      Promise.all(
+        pods.map(
+          async ({ port }) =>
+            (await (
+              await fetch(`http://${HOST}:${port}${REQUEST_LOG_PATH}`)
+            ).json()) as PodRequestLog,
         ),
       ),
     stop,
