@@ -120,15 +120,13 @@ const lines = [
 try {
   for (const algorithms of ROWS) {
     const label = algorithms.join(' + ');
-    const policies = resolvePolicies(
-      algorithms.map((algorithm, i) => ({
-        name: `p${i}`,
-        algorithm,
-        limit: LIMIT,
-        window: WINDOW_MS,
-      })),
-      { label, defaultScope: 'global' },
-    );
+    const asPolicies = algorithms.map((algorithm, i) => ({
+      name: `p${i}`,
+      algorithm,
+      limit: LIMIT,
+      window: WINDOW_MS,
+    }));
+    const policies = resolvePolicies(asPolicies, { label, defaultScope: 'global' });
     const keysOf = (i: number) => policies.map((policy) => `rl:{client-${i}}${policy.keySuffix}`);
     // As the library sends it for these policies at their own costs (1): values and costs
     // written into the script.
@@ -171,15 +169,7 @@ try {
     };
     if (baseline) {
       // The same policies, resolved and composed by the baseline build as it sent them.
-      const before = baseline.resolvePolicies(
-        algorithms.map((algorithm, i) => ({
-          name: `p${i}`,
-          algorithm,
-          limit: LIMIT,
-          window: WINDOW_MS,
-        })),
-        { label, defaultScope: 'global' },
-      );
+      const before = baseline.resolvePolicies(asPolicies, { label, defaultScope: 'global' });
       const costs = before.map(() => 1);
       const sha = (await client.script(
         'LOAD',

@@ -7,7 +7,7 @@ import {
 } from '@nestjs/common';
 import { clientTag, policyKey } from '../stores/store-keys.js';
 import { DenyCache } from './deny-cache.js';
-import { LeaseHolder } from './lease-holder.js';
+import { type LeaseAsk, LeaseHolder } from './lease-holder.js';
 import { RATE_LIMIT_OPTIONS, RATE_LIMIT_STORE } from '../rate-limit.constants.js';
 import type {
   PolicyResult,
@@ -156,14 +156,14 @@ export class RateLimiter implements OnApplicationShutdown {
   }
 
   /** The lease holder's store call: askStore with lease terms, and what the store leased. */
-  private readonly askForLease = async (
-    mode: DecisionMode,
-    clientKeys: readonly string[],
-    policies: readonly ResolvedPolicy[],
-    costs: readonly number[],
-    now: number | undefined,
-    terms: LeaseTerms,
-  ): Promise<{ decision: RateLimitDecision; grant: LeaseGrant | undefined }> => {
+  private readonly askForLease: LeaseAsk = async (
+    mode,
+    clientKeys,
+    policies,
+    costs,
+    now,
+    terms,
+  ) => {
     const call: LeaseCall = { terms, grant: undefined };
     const decision = await this.askStore(mode, clientKeys, policies, costs, true, call, now);
     return { decision, grant: call.grant };
