@@ -55,6 +55,7 @@ export function composeDecideScript(
   variant: ScriptVariant = 'general',
   inlined: InlinedValues = 'none',
   costs: readonly number[] = [],
+  writtenFirst = false,
 ): string {
   const algorithms = policies.map((policy) => policy.algorithm);
   const files = [...new Set(algorithms)].map((algorithm) => LUA_SOURCES[algorithm]);
@@ -65,26 +66,21 @@ export function composeDecideScript(
   // The same order as scriptArguments sends what is not written in.
   const argument = () => `ARGV[${++at}] + 0`;
   const value = (literal: string) => (inlined === 'none' ? argument() : literal);
-  // A lone fixed window without a block, consumed on Redis TIME, is charged before any
+  // A lone fixed window without a block, consumed on Redis TIME, is decided before any
   // function is made (lua/fixed-window-first.lua), on its values bound ahead of it.
-  let chargedFirst = '';
+  let decidedFirst = '';
   const bindings = policies.map(({ algorithm, scriptArgs, blockMs }, i) => {
     const limit = value(scriptArgs[0]);
     const window = value(scriptArgs[1]);
     const burst = takesBurst(algorithm) ? value(scriptArgs[2]) : 'nil';
     const cost = inlined === 'all' ? String(costs[i]) : argument();
-    if (
-      variant === 'consume' &&
-      policies.length === 1 &&
-      algorithm === 'fixed-window' &&
-      !blockMs
-    ) {
+    if (variant === 'consume' && isLoneFixedWindow(policies)) {
       // The charge in the integer form's units, formatted once.
       const costText =
         inlined === 'all' ? `'${costs[i] * 2 ** 20}'` : `string.format('%d', (${cost}) * 1048576)`;
-      chargedFirst = [
+      decidedFirst = [
         `local limit, window, cost = ${limit}, ${window}, ${cost}`,
-        `local cost_text = ${costText}`,
+        `local cost_text, written_first = ${costText}, ${writtenFirst}`,
         LUA_SOURCES['fixed-window-first'],
       ].join('\n');
     }
@@ -108,7 +104,7 @@ export function composeDecideScript(
       `local step, limit, window, burst, cost = ${step}, ${values}`,
       LUA_SOURCES['decide-one'],
     ];
-    return [prelude, chargedFirst, commonFor(rest), ...rest].filter(Boolean).join('\n');
+    return [prelude, decidedFirst, commonFor(rest), ...rest].filter(Boolean).join('\n');
   }
   const calls = bindings.map(
     ({ step, values }, i) => `return ${step}(KEYS[${i + 1}], now, ${values}, charge, a, b)`,
@@ -125,6 +121,10 @@ export function composeDecideScript(
   const rest = [...files, binding, LUA_SOURCES.decide];
   return [prelude, commonFor(rest), ...rest].join('\n');
 }
+
+/** A route of one fixed window without a block: the one lua/fixed-window-first.lua decides. */
+export const isLoneFixedWindow = (policies: readonly ScriptPolicy[]): boolean =>
+  policies.length === 1 && policies[0].algorithm === 'fixed-window' && !policies[0].blockMs;
 
 /**
  * lua/common.lua in paragraphs (blank-line separated): its opening, then each helper with its

@@ -5,6 +5,7 @@ import {
   type InlinedValues,
   composeDecideScript,
   costsAreStatic,
+  isLoneFixedWindow,
   keyCount,
   scriptArguments,
   scriptIdOf,
@@ -15,6 +16,7 @@ import {
 import type { RedisClientLike } from '../../interfaces/redis-client.interface.js';
 import { clientPortOf } from './clients/client-port.js';
 import type { RedisClientPort } from './clients/redis-client-port.js';
+import { ChargedKeys } from './charged-keys.js';
 import { hashSlot } from './hash-slot.js';
 import { LeaseScripts } from './lease-scripts.js';
 import type {
@@ -83,8 +85,17 @@ export class RedisStore implements RateLimitStore {
     policies: readonly ResolvedPolicy[];
     variant: ScriptVariant;
     staticCosts: boolean;
+    writtenFirst: boolean;
     script: DecideScript | undefined;
-  } = { policies: [], variant: 'consume', staticCosts: true, script: undefined };
+  } = {
+    policies: [],
+    variant: 'consume',
+    staticCosts: true,
+    writtenFirst: false,
+    script: undefined,
+  };
+  /** Which opening a lone fixed window's script takes (lua/fixed-window-first.lua). */
+  private readonly charged = new ChargedKeys();
   private scriptsWithLiterals = 0;
   private readonly isCluster: boolean;
   private readonly port: RedisClientPort;
@@ -200,8 +211,17 @@ export class RedisStore implements RateLimitStore {
   /** One atomic EVALSHA deciding every policy of `request` (all its keys in one slot). */
   private runScript(request: DecideRequest, mode: ScriptMode): Promise<StoreDecision> {
     const variant = variantFor(request, mode);
-    const script = this.scriptFor(request, variant);
-    const toDecision = (reply: unknown) => parseReply(reply as ScriptReply);
+    const loneWindow = variant === 'consume' && isLoneFixedWindow(request.policies);
+    const key = request.keys[0];
+    const script = this.scriptFor(request, variant, loneWindow && !this.charged.has(key));
+    const toDecision = loneWindow
+      ? (reply: unknown) => {
+          const decision = parseReply(reply as ScriptReply);
+          const resetMs = decision.verdicts[0]?.resetMs;
+          if (resetMs > 0) this.charged.note(key, resetMs);
+          return decision;
+        }
+      : (reply: unknown) => parseReply(reply as ScriptReply);
     if (!script.loaded) {
       script.loaded = true;
       return this.evaluate(script, request, mode, variant).then(toDecision);
@@ -230,20 +250,29 @@ export class RedisStore implements RateLimitStore {
     return this.send('eval', scriptArguments(request, mode, variant, script.inlined, args));
   }
 
-  /** The script for this request's policies in this variant, composed the first time. */
-  private scriptFor(request: DecideRequest, variant: ScriptVariant): DecideScript {
+  /**
+   * The script for this request's policies in this variant (and opening, see
+   * composeDecideScript), composed the first time.
+   */
+  private scriptFor(
+    request: DecideRequest,
+    variant: ScriptVariant,
+    writtenFirst: boolean,
+  ): DecideScript {
     const { policies } = request;
     const staticCosts = costsAreStatic(request);
     const { last } = this;
     let same = last.script !== undefined && last.variant === variant;
+    same &&= last.writtenFirst === writtenFirst;
     same &&= last.staticCosts === staticCosts && last.policies.length === policies.length;
     for (let i = 0; same && i < policies.length; i++) same = last.policies[i] === policies[i];
     if (same) return last.script!;
-    last.script = this.scriptById(request, variant, staticCosts);
+    last.script = this.scriptById(request, variant, staticCosts, writtenFirst);
     // A copy: the caller's array may change after the call.
     last.policies = [...policies];
     last.variant = variant;
     last.staticCosts = staticCosts;
+    last.writtenFirst = writtenFirst;
     return last.script;
   }
 
@@ -251,22 +280,24 @@ export class RedisStore implements RateLimitStore {
     request: DecideRequest,
     variant: ScriptVariant,
     staticCosts: boolean,
+    writtenFirst: boolean,
   ): DecideScript {
     const { policies, costs } = request;
     const scripts = this.scripts[variant];
+    const opening = writtenFirst ? '>written' : '';
     let inlined: InlinedValues = staticCosts ? 'all' : 'values';
-    let id = scriptIdOf(policies, inlined, costs);
+    let id = scriptIdOf(policies, inlined, costs) + opening;
     let script = scripts.get(id);
     if (script) return script;
     if (this.scriptsWithLiterals >= INLINED_SCRIPTS_KEPT) {
       inlined = 'none';
-      id = scriptIdOf(policies);
+      id = scriptIdOf(policies) + opening;
       script = scripts.get(id);
       if (script) return script;
     } else {
       this.scriptsWithLiterals++;
     }
-    const lua = composeDecideScript(policies, variant, inlined, costs);
+    const lua = composeDecideScript(policies, variant, inlined, costs, writtenFirst);
     const sha = createHash('sha1').update(lua).digest('hex');
     script = { lua, sha, inlined, keyCount: String(keyCount(policies)), loaded: false };
     scripts.set(id, script);

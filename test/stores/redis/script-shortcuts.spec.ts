@@ -19,7 +19,8 @@ import type { ResolvedPolicy } from '../../../lib/interfaces/resolved-policy.int
  * The store's two shortcuts must answer exactly as the plain script does: a route's values
  * (and costs) written into its script as literals (InlinedValues 'values', 'all') rather than sent,
  * and lua/prelude-consume.lua, which reads Redis TIME and takes no mode, clock or TTL floor,
- * rather than lua/prelude.lua given the same time as the caller's clock. Random traces of
+ * rather than lua/prelude.lua given the same time as the caller's clock, with a lone fixed
+ * window's both openings there (lua/fixed-window-first.lua: charged first, written first). Random traces of
  * (time, policies, cost, mode) run through every form of the script, each on keys of its
  * own; every reply must match the plain one (InlinedValues 'none', prelude.lua) field for field, and
  * every key the same state and expiry (PEXPIRETIME). A stub put before every form's script makes Redis
@@ -40,23 +41,29 @@ const CLOCK_KEY = 'test-clock';
 const OFFSET_KEY = 'test-offset';
 const AS_TRACE_TIME = `
 local server = redis
+local function on_trace_time(command, ...)
+  local args = { ... }
+  local at = tonumber(server.call('GET', '${CLOCK_KEY}')) + server.call('GET', '${OFFSET_KEY}')
+  if command == 'PEXPIRE' then
+    command, args[2] = 'PEXPIREAT', at + args[2]
+  end
+  for i = 2, #args do
+    if args[i - 1] == 'PX' then
+      args[i - 1], args[i] = 'PXAT', at + args[i]
+    end
+  end
+  return command, unpack(args)
+end
 local redis = setmetatable({
   call = function(command, ...)
     if command == 'TIME' then
       local ms = tonumber(server.call('GET', '${CLOCK_KEY}'))
       return { math.floor(ms / 1000), ms % 1000 * 1000 }
     end
-    local args = { ... }
-    local at = tonumber(server.call('GET', '${CLOCK_KEY}')) + server.call('GET', '${OFFSET_KEY}')
-    if command == 'PEXPIRE' then
-      command, args[2] = 'PEXPIREAT', at + args[2]
-    end
-    for i = 2, #args do
-      if args[i - 1] == 'PX' then
-        args[i - 1], args[i] = 'PXAT', at + args[i]
-      end
-    end
-    return server.call(command, unpack(args))
+    return server.call(on_trace_time(command, ...))
+  end,
+  pcall = function(...)
+    return server.pcall(on_trace_time(...))
   end,
 }, { __index = server })
 `;
@@ -64,6 +71,8 @@ local redis = setmetatable({
 interface Form {
   readonly variant: ScriptVariant;
   readonly inlined: InlinedValues;
+  /** The opening of a lone fixed window on the consume prelude (lua/fixed-window-first.lua). */
+  readonly writtenFirst?: boolean;
 }
 const PLAIN: Form = { variant: 'general', inlined: 'none' };
 const SHORTCUTS: readonly Form[] = [
@@ -72,8 +81,11 @@ const SHORTCUTS: readonly Form[] = [
   { variant: 'consume', inlined: 'none' },
   { variant: 'consume', inlined: 'values' },
   { variant: 'consume', inlined: 'all' },
+  { variant: 'consume', inlined: 'none', writtenFirst: true },
+  { variant: 'consume', inlined: 'all', writtenFirst: true },
 ];
-const formName = ({ variant, inlined }: Form) => `${variant}/${inlined}`;
+const formName = ({ variant, inlined, writtenFirst }: Form) =>
+  `${variant}/${inlined}${writtenFirst ? '/written first' : ''}`;
 
 function randomRoute(next: () => number, route: number): ResolvedPolicy[] {
   const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)];
@@ -113,7 +125,9 @@ describe('script shortcuts answer as the plain script', () => {
     ]);
     let lua = scripts.get(id);
     if (!lua) {
-      lua = AS_TRACE_TIME + composeDecideScript(policies, form.variant, form.inlined, costs);
+      lua =
+        AS_TRACE_TIME +
+        composeDecideScript(policies, form.variant, form.inlined, costs, form.writtenFirst);
       scripts.set(id, lua);
     }
     const request = {
