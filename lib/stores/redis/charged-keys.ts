@@ -1,8 +1,9 @@
 /**
- * Keys this store holds at most; past this, the one noted first is forgotten. Forgetting
- * costs a key one call more on its next decision, never a different answer.
+ * Keys noted per generation: this store holds the last two generations, so between 10,000
+ * and 20,000 keys. Forgetting costs a key one call more on its next decision, never a
+ * different answer.
  */
-const KEYS_KEPT = 10_000;
+const GENERATION_SIZE = 10_000;
 
 /**
  * The lone fixed windows' keys this store has seen Redis charge or deny, each until its
@@ -11,24 +12,27 @@ const KEYS_KEPT = 10_000;
  * other most likely new in it (written first: one SET ... NX GET). Both openings answer
  * alike whatever Redis holds, so a wrong guess (another pod charged the key, or it was
  * reset) costs one call more, and this needs no more than the process's own clock.
+ * Bounded by generations rather than by evicting the oldest key: a Map whose first keys
+ * are deleted one by one walks their holes to find the next first.
  */
 export class ChargedKeys {
-  private readonly windowEnds = new Map<string, number>();
+  private current = new Map<string, number>();
+  private previous = new Map<string, number>();
 
   constructor(private readonly now: () => number = performance.now.bind(performance)) {}
 
   /** Whether `key` was seen in a window that has not ended. */
   has(key: string): boolean {
-    const end = this.windowEnds.get(key);
+    const end = this.current.get(key) ?? this.previous.get(key);
     return end !== undefined && this.now() < end;
   }
 
   /** `key` holds a count until `resetMs` after now. */
   note(key: string, resetMs: number): void {
-    const { windowEnds } = this;
-    if (!windowEnds.has(key) && windowEnds.size >= KEYS_KEPT) {
-      windowEnds.delete(windowEnds.keys().next().value!);
+    if (this.current.size >= GENERATION_SIZE && !this.current.has(key)) {
+      this.previous = this.current;
+      this.current = new Map();
     }
-    windowEnds.set(key, this.now() + resetMs);
+    this.current.set(key, this.now() + resetMs);
   }
 }

@@ -25,12 +25,15 @@ describe('charged keys', () => {
     expect(keys.has('a')).toBe(true);
   });
 
-  it('keeps at most 10,000 keys, forgetting the one noted first', () => {
+  it('keeps the last 10,000 to 20,000 keys noted', () => {
     const keys = new ChargedKeys(() => 0);
-    for (let i = 0; i < 10_001; i++) keys.note(`k${i}`, 1_000);
+    for (let i = 0; i < 20_000; i++) keys.note(`k${i}`, 1_000);
+    expect(keys.has('k0')).toBe(true);
+    keys.note('k20000', 1_000);
     expect(keys.has('k0')).toBe(false);
-    expect(keys.has('k1')).toBe(true);
+    expect(keys.has('k9999')).toBe(false);
     expect(keys.has('k10000')).toBe(true);
+    expect(keys.has('k20000')).toBe(true);
   });
 
   describe('on Redis', () => {
