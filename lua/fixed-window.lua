@@ -12,7 +12,7 @@
 --                  script sees keys as of its start, before its TIME. The index's low bits
 --                  tell it from that previous window's key, and INCRBY charges the count in
 --                  place, keeping the expiry its first write set: no state formatted, no
---                  expiry written again (lua/fixed-window-first.lua charges first).
+--                  expiry written again (lua/fixed-window-first.lua decides before the step).
 -- What a check read: the count in the current window, and 1 if it is in the integer form.
 -- Expects  ttl_floor (the prelude's), exact_expiry (the binding's)
 -- Defines  fixed_window, a step (see prelude.lua)
