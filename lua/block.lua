@@ -8,7 +8,7 @@
 -- Defines  with_block(step, block_key, block), a step that wraps `step`
 local function with_block(step, block_key, block)
   return function(key, now, limit, window, burst, cost, charge, a, b)
-    local ends = read_state(block_key)
+    local ends = read_number(block_key)
     if ends and now < ends then
       local _, _, reset, retry = step(key, now, limit, window, burst, cost, false)
       local left = ends - now

@@ -1,6 +1,6 @@
 -- What every algorithm shares; composed after the prelude.
 -- Expects  ttl_floor (the prelude's)
--- Defines  num, ttl, read_state
+-- Defines  num, ttl, read_number, read_state
 -- Every script is compiled once but runs top to bottom on each call, so each function
 -- defined here costs an allocation per decision: helpers stay few, small ones are written
 -- out where they are used, and a script holds only those it calls: the store keeps each
@@ -32,4 +32,10 @@ local function read_state(key)
     local a, b, c = string.match(state, '^([^:]*):?([^:]*):?([^:]*)$')
     return tonumber(a), tonumber(b), tonumber(c)
   end
+end
+
+-- A state of one number (a leaky bucket's, a block's): no pattern to match. Nothing when the
+-- key is absent (GET answers false, which tonumber turns to nil).
+local function read_number(key)
+  return tonumber(redis.call('GET', key))
 end

@@ -9,7 +9,7 @@
 -- Defines  leaky_bucket, a step (see prelude.lua)
 local function leaky_bucket(key, now, limit, window, burst, cost, charge, start)
   local interval = window / limit
-  start = start or math.max(now, read_state(key) or 0)
+  start = start or math.max(now, read_number(key) or 0)
   local wait = start - now
   if wait > (burst - cost) * interval then
     return false, burst - wait / interval, wait, wait - (burst - cost) * interval, 0
