@@ -1,4 +1,10 @@
-import { Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Inject,
+  Logger,
+  Module,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+} from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
 import { globalMeterProvider } from './config/metrics-option.js';
 import { otherCopiesLoaded } from './package-copies.js';
@@ -98,10 +104,14 @@ const NO_GUARD = { canActivate: () => true };
     RateLimitGuard,
   ],
 })
-export class RateLimitModule extends ConfigurableModuleClass implements OnApplicationShutdown {
+export class RateLimitModule
+  extends ConfigurableModuleClass
+  implements OnModuleInit, OnApplicationShutdown
+{
   constructor(
     @Inject(RATE_LIMIT_STORE) private readonly store: RateLimitStore,
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
+    private readonly planner: RoutePlanner,
   ) {
     super();
     if (otherCopiesLoaded()) {
@@ -110,6 +120,19 @@ export class RateLimitModule extends ConfigurableModuleClass implements OnApplic
           'required, or two versions installed). Each copy has its own classes and injection ' +
           "tokens, so one copy's providers cannot inject the other's: load it one way.",
       );
+    }
+  }
+
+  /**
+   * A mistake in a route's policies stops the start. Nest then calls no shutdown hook, so the
+   * connection this module opened is closed here: left open, it would keep the process alive.
+   */
+  async onModuleInit(): Promise<void> {
+    try {
+      this.planner.planAll();
+    } catch (error) {
+      await this.onApplicationShutdown();
+      throw error;
     }
   }
 

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { GUARDS_METADATA } from '@nestjs/common/constants.js';
 import { createHash } from 'node:crypto';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
@@ -69,7 +69,7 @@ const UNLIMITED: RoutePlan = {
  * the start and a request only looks its plan up. Injected into `RateLimitGuard`.
  */
 @Injectable()
-export class RoutePlanner implements OnModuleInit {
+export class RoutePlanner {
   /** By class, then handler: an inherited handler serves several classes. */
   private readonly plans = new Map<RouteTarget, Map<RouteTarget, RoutePlan>>();
   /** Route ids in use, with the class and handler each names. */
@@ -85,9 +85,10 @@ export class RoutePlanner implements OnModuleInit {
 
   /**
    * Plans every controller's handlers, and those of providers that carry the decorators
-   * (GraphQL resolvers, WebSocket gateways); a mistake throws RateLimitConfigError.
+   * (GraphQL resolvers, WebSocket gateways); a mistake throws RateLimitConfigError. Called
+   * by RateLimitModule at start, which then releases what it opened.
    */
-  onModuleInit(): void {
+  planAll(): void {
     for (const wrapper of this.discovery.getControllers()) this.planClass(wrapper, true);
     for (const wrapper of this.discovery.getProviders()) this.planClass(wrapper, false);
   }

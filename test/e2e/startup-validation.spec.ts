@@ -5,6 +5,7 @@ import {
   RateLimitModule,
   SkipRateLimit,
 } from '../../lib/index.js';
+import { useRedisServer } from '../support/redis-fixture.js';
 import { startApp } from '../support/test-app.js';
 
 @Controller('orders')
@@ -61,6 +62,8 @@ class SkipTypoController {
   }
 }
 
+const redis = useRedisServer();
+
 /** Bad configuration stops the start with a message naming the route and the field. */
 describe('start-up validation', () => {
   it('names the handler and field of an invalid decorator policy', async () => {
@@ -103,5 +106,21 @@ describe('start-up validation', () => {
         [FineController],
       ),
     ).rejects.toThrow(/RateLimitModule options: limit must be a positive integer/);
+  });
+
+  it('closes the Redis connection it opened when a route stops the start', async () => {
+    /** Connections to the harness Redis other than the admin client's own. */
+    const others = async () => {
+      const clients = (await redis.admin.client('LIST')) as string;
+      return clients.trim().split('\n').length - 1;
+    };
+    const starting = startApp(
+      'express',
+      [RateLimitModule.forRoot({ redis: redis.server.url })],
+      [OrdersController],
+    );
+    await expect(starting).rejects.toThrow(RateLimitConfigError);
+    // The connection is closed by the time the start has failed: nothing keeps the process up.
+    expect(await others()).toBe(0);
   });
 });

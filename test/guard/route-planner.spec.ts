@@ -177,7 +177,15 @@ async function planner(
     .setLogger(logger)
     .compile();
   await moduleRef.init();
-  return { planner: moduleRef.get(RoutePlanner), close: () => moduleRef.close() };
+  const planner = moduleRef.get(RoutePlanner);
+  // As RateLimitModule does at start.
+  try {
+    planner.planAll();
+  } catch (error) {
+    await moduleRef.close();
+    throw error;
+  }
+  return { planner, close: () => moduleRef.close() };
 }
 
 const handler = (owner: Type, name: string) =>
