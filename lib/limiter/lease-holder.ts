@@ -9,7 +9,7 @@ import type {
   LeaseTerms,
 } from '../interfaces/rate-limit-store.interface.js';
 import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js';
-import { Holding, HoldingTable } from './holding-table.js';
+import { Holding, HoldingTable, type LeaseClock } from './holding-table.js';
 
 /** A store call for some of a request's policies, with lease terms (RateLimiter's). */
 export type LeaseAsk = (
@@ -20,14 +20,6 @@ export type LeaseAsk = (
   now: number | undefined,
   terms: LeaseTerms,
 ) => Promise<{ decision: RateLimitDecision; grant: LeaseGrant | undefined }>;
-
-/** How the holder reads time. */
-export interface LeaseHolderClock {
-  /** Now in the holder's clock: the app's (local or a function), else this process's monotonic one. */
-  readonly now: () => number;
-  /** Whether `now` is the store's own clock (the app's, sent with every decision). */
-  readonly appClock: boolean;
-}
 
 /** One policy of a request admitted from units this pod held, kept until the request is decided. */
 interface Reserved {
@@ -52,12 +44,12 @@ export class LeaseHolder {
 
   constructor(
     private readonly ask: LeaseAsk,
-    private readonly clock: LeaseHolderClock,
+    private readonly clock: LeaseClock,
     giveBack: (request: GiveBackRequest) => Promise<number>,
     storeKey: (clientKey: string, policy: ResolvedPolicy) => string,
     ttlFloorMs: number,
   ) {
-    this.table = new HoldingTable(giveBack, storeKey, ttlFloorMs, clock.appClock);
+    this.table = new HoldingTable(giveBack, storeKey, ttlFloorMs, clock);
   }
 
   /**
@@ -198,7 +190,7 @@ export class LeaseHolder {
     try {
       answer = await call;
     } catch (error) {
-      for (const part of [...reserved, ...given]) if (part) restore(part);
+      for (const part of [...reserved, ...given]) if (part) this.restore(part);
       throw error;
     } finally {
       if (consume)
@@ -217,8 +209,8 @@ export class LeaseHolder {
       const charged = decision.allowed && grant !== undefined;
       const granted = charged ? grant.units[j] : 0;
       if (granted > 0)
-        holding.renew(granted - costs[i], grant!.windows[j], now, grant!.endsInMs[j]);
-      else if (!charged && given[j]) restore(given[j]);
+        this.table.renew(holding, granted - costs[i], grant!.windows[j], now, grant!.endsInMs[j]);
+      else if (!charged && given[j]) this.restore(given[j]);
       holding.known(result.remaining, result.resetMs, now);
       results[i] = {
         ...result,
@@ -228,7 +220,7 @@ export class LeaseHolder {
     for (let i = 0; i < policies.length; i++) {
       const part = reserved[i];
       if (part === undefined) continue;
-      if (!decision.allowed) restore(part);
+      if (!decision.allowed) this.restore(part);
       results[i] = heldResult(policies[i], part.holding, this.clock.now());
     }
     return {
@@ -237,11 +229,11 @@ export class LeaseHolder {
       ...(decision.cached && { cached: true as const }),
     };
   }
-}
 
-/** Units taken from a holding for a request the store did not admit go back, if still its. */
-function restore({ holding, generation, units }: Reserved): void {
-  if (holding.generation === generation) holding.units += units;
+  /** Units taken from a holding for a request the store did not admit go back to their lease. */
+  private restore({ holding, generation, units }: Reserved): void {
+    this.table.restore(holding, generation, units);
+  }
 }
 
 /**

@@ -90,7 +90,11 @@ export class RateLimiter implements OnApplicationShutdown {
       const giveBack = store.giveBack.bind(store);
       this.leases = new LeaseHolder(
         this.askForLease,
-        { now: this.now ?? (() => performance.now()), appClock: this.now !== undefined },
+        {
+          now: this.now ?? (() => performance.now()),
+          appClock: this.now !== undefined,
+          realTime: typeof clock !== 'function',
+        },
         giveBack,
         (clientKey, policy) => policyKey(options.prefix, clientTag(clientKey), policy.keySuffix),
         this.ttlFloorMs,

@@ -20,7 +20,7 @@ function table() {
     },
     (clientKey) => `rl:{${clientKey}}`,
     0,
-    true,
+    { now: () => 0, appClock: true, realTime: false },
   );
   return { holdings, returned };
 }
