@@ -49,6 +49,8 @@ export class Holding {
    * out go back only to their own lease.
    */
   generation = 0;
+  /** Bumped when a reset drops the units: units taken out before go back nowhere. */
+  resets = 0;
   /** A store call taking a lease here is under way: requests meanwhile wait for its grant. */
   refill: Promise<unknown> | undefined;
 
@@ -64,6 +66,13 @@ export class Holding {
     this.units = units;
     this.window = window;
     this.expiresAt = now + endsInMs - (this.appClock ? 0 : redisClockMargin(endsInMs));
+  }
+
+  /** Takes out `units` for a request until it is decided (HoldingTable.restore). */
+  take(units: number): Taken {
+    this.units -= units;
+    const { generation, resets, window } = this;
+    return { holding: this, generation, resets, window, units };
   }
 
   /** What the store said of the policy in a call sent at `now`. */
@@ -86,6 +95,16 @@ export class Holding {
   returnable(now: number): boolean {
     return this.policy.algorithm === 'token-bucket' || this.valid(now);
   }
+}
+
+/** Units a request took from a holding, with the lease they came from. */
+export interface Taken {
+  readonly holding: Holding;
+  readonly generation: number;
+  readonly resets: number;
+  /** The window index they were charged in. */
+  readonly window: number;
+  readonly units: number;
 }
 
 /** A holding's units as of one lease: they go back at its end unless replaced before. */
@@ -142,22 +161,33 @@ export class HoldingTable {
    * back then, even if no request comes: the bucket can use it from then on.
    */
   renew(holding: Holding, units: number, window: number, now: number, endsInMs: number): void {
+    // Units restored to the lease this one replaces, by requests denied meanwhile: restored
+    // anew, as units of a replaced lease.
+    const left = holding.units > 0 ? holding.take(holding.units) : undefined;
     holding.renew(units, window, now, endsInMs);
+    if (left) this.restore(left);
     if (units === 0 || holding.policy.algorithm !== 'token-bucket') return;
     this.ends.push(holding.expiresAt, { holding, generation: holding.generation });
     this.wake(now);
   }
 
   /**
-   * Units a request took from `holding` and did not use: they are the holding's again if
-   * its units were not replaced meanwhile (else they are not its to give), and go back at
-   * once if its lease has ended.
+   * Units a request took and did not use: they are the pod's again, unless a reset dropped
+   * their budget meanwhile. Back in their lease; if a new lease replaced it meanwhile, a
+   * bucket's go back to the store (the new lease ends later than theirs), a window's join the
+   * new lease when it is of the same window (the same end), else their window has ended. An
+   * ended lease's go back at once.
    */
-  restore(holding: Holding, generation: number, units: number): void {
-    if (holding.generation !== generation) return;
-    holding.units += units;
+  restore({ holding, generation, resets, window, units }: Taken): void {
+    if (units === 0 || holding.resets !== resets) return;
     const now = this.clock.now();
-    if (holding.units > 0 && !holding.valid(now)) this.end(holding, now);
+    if (holding.generation !== generation) {
+      const bucket = holding.policy.algorithm === 'token-bucket';
+      if (bucket) void this.send(holding, units, window, now);
+      if (bucket || holding.window !== window) return;
+    }
+    holding.units += units;
+    if (!holding.valid(now)) this.end(holding, now);
   }
 
   /** Drops the holdings of these policies for `clientKey`, giving nothing back (see reset). */
@@ -168,6 +198,7 @@ export class HoldingTable {
       if (!policies.some((policy) => policy.keySuffix === holding.policy.keySuffix)) continue;
       holding.units = 0;
       holding.generation++;
+      holding.resets++;
     }
   }
 
@@ -249,11 +280,16 @@ export class HoldingTable {
     if (units === 0 || !holding.returnable(now)) return undefined;
     // The generation stays: units a request in flight took before go back to this lease.
     holding.units = 0;
+    return this.send(holding, units, holding.window, now);
+  }
+
+  /** Gives back `units` of `holding`'s policy charged in `window`; a failure loses only them. */
+  private send(holding: Holding, units: number, window: number, now: number): Promise<unknown> {
     const request: GiveBackRequest = {
       key: this.storeKey(holding.clientKey, holding.policy),
       policy: holding.policy,
       units,
-      window: holding.window,
+      window,
       // The app's clock is the store's: the give-back is judged at this instant. Redis's own
       // is read by the script.
       now: this.clock.appClock ? now : undefined,

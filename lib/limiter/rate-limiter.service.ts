@@ -435,9 +435,9 @@ interface LimiterRequest extends DecideRequest {
   readonly leaseCall: LeaseCall | undefined;
 }
 
-/** A lease holder's store call: its terms, and the grant the store answered with. */
+/** A lease holder's store call: its terms (none: an exact call), and the store's grant. */
 interface LeaseCall {
-  readonly terms: LeaseTerms;
+  readonly terms: LeaseTerms | undefined;
   grant: LeaseGrant | undefined;
 }
 

@@ -73,17 +73,44 @@ describe('HoldingTable', () => {
     const { holdings, clock, units } = table();
     const holding = holdings.get('k', bucket, 0);
     holdings.renew(holding, 5, 0, 0, 100);
-    holding.units -= 2; // a request in flight
+    const inFlight = holding.take(2);
     clock.now = 100;
     holdings.get('other', bucket, 100); // the end is seen
     expect(units()).toBe(3);
-    holdings.restore(holding, holding.generation, 2);
+    holdings.restore(inFlight);
     expect(units()).toBe(5);
     expect(holding.units).toBe(0);
-    // A unit of an earlier lease is not this one's.
-    holdings.renew(holding, 5, 0, 100, 100);
-    holdings.restore(holding, holding.generation - 1, 2);
-    expect(holding.units).toBe(5);
+  });
+
+  it('restores units of a replaced lease: to the bucket, to the same window, else nowhere', () => {
+    const { holdings, units } = table();
+    const tokens = holdings.get('k', bucket, 0);
+    holdings.renew(tokens, 5, 0, 0, 100);
+    const fromBucket = tokens.take(2);
+    holdings.renew(tokens, 5, 0, 10, 100);
+    holdings.restore(fromBucket);
+    expect([tokens.units, units()]).toEqual([5, 2]);
+
+    const counted = holdings.get('k', policy, 0);
+    holdings.renew(counted, 5, 7, 0, 1_000);
+    const sameWindow = counted.take(2);
+    const endedWindow = counted.take(1);
+    holdings.renew(counted, 5, 7, 10, 1_000);
+    holdings.restore(sameWindow);
+    expect(counted.units).toBe(7);
+    holdings.renew(counted, 5, 8, 20, 1_000);
+    holdings.restore(endedWindow);
+    expect([counted.units, units()]).toEqual([5, 2]);
+  });
+
+  it('restores nothing that a reset dropped', () => {
+    const { holdings, units } = table();
+    const tokens = holdings.get('k', bucket, 0);
+    holdings.renew(tokens, 5, 0, 0, 100);
+    const inFlight = tokens.take(2);
+    holdings.forget('k', [bucket]);
+    holdings.restore(inFlight);
+    expect([tokens.units, units()]).toEqual([0, 0]);
   });
 
   it('waits for the ends on a real-time clock, and gives nothing back twice after close', async () => {
