@@ -87,6 +87,7 @@ describe('HoldingTable', () => {
     const tokens = holdings.get('k', bucket, 0);
     holdings.renew(tokens, 5, 0, 0, 100);
     const fromBucket = tokens.take(2);
+    tokens.take(3); // towards a request that takes the next lease
     holdings.renew(tokens, 5, 0, 10, 100);
     holdings.restore(fromBucket);
     expect([tokens.units, units()]).toEqual([5, 2]);
@@ -94,13 +95,30 @@ describe('HoldingTable', () => {
     const counted = holdings.get('k', policy, 0);
     holdings.renew(counted, 5, 7, 0, 1_000);
     const sameWindow = counted.take(2);
-    const endedWindow = counted.take(1);
+    const endedWindow = counted.take(3);
     holdings.renew(counted, 5, 7, 10, 1_000);
     holdings.restore(sameWindow);
     expect(counted.units).toBe(7);
+    counted.take(7);
     holdings.renew(counted, 5, 8, 20, 1_000);
     holdings.restore(endedWindow);
     expect([counted.units, units()]).toEqual([5, 2]);
+  });
+
+  it('keeps units restored while the next lease is being taken', () => {
+    const { holdings, units } = table();
+    const tokens = holdings.get('k', bucket, 0);
+    holdings.renew(tokens, 5, 0, 0, 100);
+    const denied = tokens.take(5);
+    holdings.restore(denied); // back before the next lease's grant
+    holdings.renew(tokens, 4, 0, 10, 100);
+    expect([tokens.units, units()]).toEqual([4, 5]);
+
+    const counted = holdings.get('k', policy, 0);
+    holdings.renew(counted, 5, 7, 0, 1_000);
+    holdings.restore(counted.take(5));
+    holdings.renew(counted, 4, 7, 10, 1_000);
+    expect(counted.units).toBe(9);
   });
 
   it('restores nothing that a reset dropped', () => {
