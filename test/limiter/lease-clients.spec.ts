@@ -43,26 +43,29 @@ interface Topology {
 
 async function singleRedis(): Promise<Topology> {
   const server: RedisServer = await startRedisServer();
-  const admin = new Redis(server.url);
-  return {
-    client: () => new Redis(server.url),
-    admin,
-    async stop() {
-      admin.disconnect();
-      await server.stop();
-    },
-  };
+  return topologyOf(
+    () => new Redis(server.url),
+    () => server.stop(),
+  );
 }
 
 async function redisCluster(): Promise<Topology> {
   const cluster: RedisClusterHandle = await startRedisCluster(3);
-  const admin = new Cluster(cluster.nodes);
+  return topologyOf(
+    () => new Cluster(cluster.nodes),
+    () => cluster.stop(),
+  );
+}
+
+/** Clients of one topology, and the test's own look at it (`admin`). */
+function topologyOf(client: () => Redis | Cluster, stop: () => Promise<void>): Topology {
+  const admin = client();
   return {
-    client: () => new Cluster(cluster.nodes),
+    client,
     admin,
     async stop() {
       admin.disconnect();
-      await cluster.stop();
+      await stop();
     },
   };
 }
@@ -77,6 +80,8 @@ describe.each([
     topology = await start();
   }, 60_000);
   afterAll(() => topology?.stop());
+  const open: (() => Promise<void>)[] = [];
+  afterEach(() => Promise.all(open.splice(0).map((close) => close())));
 
   /** Pods on one virtual clock, under a prefix of the test's own. */
   async function fleet(pods: number, clock: VirtualClock) {
@@ -98,14 +103,18 @@ describe.each([
         ? Number(state.split(':')[1])
         : Math.floor(Number(state) / 2 ** 20);
     };
-    const close = async () => {
-      await Promise.all(made.map(({ limiter }) => limiter.onApplicationShutdown()));
-      await Promise.all(made.map(({ store }) => store.close()));
-    };
+    let closed: Promise<void> | undefined;
+    const close = () =>
+      (closed ??= (async () => {
+        await Promise.all(made.map(({ limiter }) => limiter.onApplicationShutdown()));
+        await Promise.all(made.map(({ store }) => store.close()));
+      })());
+    open.push(close);
     return { pods: made.map(({ limiter }) => limiter), counted, close };
   }
 
-  const start0 = () => new VirtualClock(Math.floor(1_700_000_000_000 / WINDOW) * WINDOW + 1);
+  /** A clock at the start of a window. */
+  const windowStart = () => new VirtualClock(Math.floor(1_700_000_000_000 / WINDOW) * WINDOW + 1);
   const checkout = (
     limiter: RateLimiter,
     user: string,
@@ -115,52 +124,40 @@ describe.each([
 
   it('takes the global budget by leases, the per-user one exactly', async () => {
     const policies = route(1_000, 3);
-    const { pods, counted, close } = await fleet(1, new VirtualClock(start0().now));
-    try {
-      for (let user = 0; user < 15; user++) {
-        expect((await checkout(pods[0], `u${user}`, policies)).allowed).toBe(true);
-      }
-      // Two leases of 10, not 15 charges.
-      expect(await counted(GLOBAL, policies[0])).toBe(2 * LEASE);
-      expect(await counted('u3', policies[1])).toBe(1);
-      await close();
-      // The pod's 5 left went back at close.
-      expect(await counted(GLOBAL, policies[0])).toBe(15);
-    } finally {
-      await close();
+    const { pods, counted, close } = await fleet(1, windowStart());
+    for (let user = 0; user < 15; user++) {
+      expect((await checkout(pods[0], `u${user}`, policies)).allowed).toBe(true);
     }
+    // Two leases of 10, not 15 charges.
+    expect(await counted(GLOBAL, policies[0])).toBe(2 * LEASE);
+    expect(await counted('u3', policies[1])).toBe(1);
+    await close();
+    // The pod's 5 left went back at close.
+    expect(await counted(GLOBAL, policies[0])).toBe(15);
   });
 
   it('a per-user denial charges the global budget nothing: its unit stays with the pod', async () => {
     const policies = route(1_000, 3);
-    const { pods, counted, close } = await fleet(1, new VirtualClock(start0().now));
-    try {
-      for (let i = 0; i < 3; i++) await checkout(pods[0], 'u', policies);
-      const denied = await checkout(pods[0], 'u', policies);
-      expect(denied.allowed).toBe(false);
-      expect(denied.results.map((result) => result.allowed)).toEqual([true, false]);
-      // 3 of the lease admitted, 7 left: seven other users are admitted without a new lease.
-      for (let user = 0; user < 7; user++) await checkout(pods[0], `v${user}`, policies);
-      expect(await counted(GLOBAL, policies[0])).toBe(LEASE);
-      expect(await counted('u', policies[1])).toBe(3);
-    } finally {
-      await close();
-    }
+    const { pods, counted } = await fleet(1, windowStart());
+    for (let i = 0; i < 3; i++) await checkout(pods[0], 'u', policies);
+    const denied = await checkout(pods[0], 'u', policies);
+    expect(denied.allowed).toBe(false);
+    expect(denied.results.map((result) => result.allowed)).toEqual([true, false]);
+    // 3 of the lease admitted, 7 left: seven other users are admitted without a new lease.
+    for (let user = 0; user < 7; user++) await checkout(pods[0], `v${user}`, policies);
+    expect(await counted(GLOBAL, policies[0])).toBe(LEASE);
+    expect(await counted('u', policies[1])).toBe(3);
   });
 
   it('a global denial charges the user nothing, the lease call included', async () => {
     const policies = route(20, 3);
-    const { pods, counted, close } = await fleet(2, new VirtualClock(start0().now));
-    try {
-      // Another pod spends the global budget exactly (a cost beyond the lease).
-      expect((await checkout(pods[1], 'w', policies, [20, 1])).allowed).toBe(true);
-      const denied = await checkout(pods[0], 'u', policies);
-      expect(denied.allowed).toBe(false);
-      expect(denied.results[0].allowed).toBe(false);
-      expect(await counted('u', policies[1])).toBe(0);
-    } finally {
-      await close();
-    }
+    const { pods, counted } = await fleet(2, windowStart());
+    // Another pod spends the global budget exactly (a cost beyond the lease).
+    expect((await checkout(pods[1], 'w', policies, [20, 1])).allowed).toBe(true);
+    const denied = await checkout(pods[0], 'u', policies);
+    expect(denied.allowed).toBe(false);
+    expect(denied.results[0].allowed).toBe(false);
+    expect(await counted('u', policies[1])).toBe(0);
   });
 
   it.each([1, 2, 3, 4])(
@@ -172,34 +169,31 @@ describe.each([
       const globalLimit = int(30, 120);
       const userLimit = int(5, 30);
       const policies = route(globalLimit, userLimit);
-      const clock = new VirtualClock(start0().now);
+      const clock = windowStart();
       const { pods, counted, close } = await fleet(int(2, 4), clock);
       const admitted = new Map<string, number>();
       const add = (key: string, cost: number) => admitted.set(key, (admitted.get(key) ?? 0) + cost);
-      try {
-        for (let step = 0; step < 40; step++) {
-          const batch = Array.from({ length: int(1, 12) }, () => ({
-            pod: pods[int(0, pods.length - 1)],
-            user: `u${int(1, users)}`,
-            costs: [int(1, 3), int(1, 2)],
-            peek: random() < 0.15,
-          }));
-          const decisions: RateLimitDecision[] = await Promise.all(
-            batch.map(({ pod, user, costs, peek }) =>
-              pod.decide(peek ? 'peek' : 'consume', [GLOBAL, user], policies, costs),
-            ),
-          );
-          decisions.forEach(({ allowed }, i) => {
-            const { user, costs, peek } = batch[i];
-            if (!allowed || peek) return;
-            add(GLOBAL, costs[0]);
-            add(user, costs[1]);
-          });
-          clock.advance(int(0, 50));
-        }
-      } finally {
-        await close();
+      for (let step = 0; step < 40; step++) {
+        const batch = Array.from({ length: int(1, 12) }, () => ({
+          pod: pods[int(0, pods.length - 1)],
+          user: `u${int(1, users)}`,
+          costs: [int(1, 3), int(1, 2)],
+          peek: random() < 0.15,
+        }));
+        const decisions: RateLimitDecision[] = await Promise.all(
+          batch.map(({ pod, user, costs, peek }) =>
+            pod.decide(peek ? 'peek' : 'consume', [GLOBAL, user], policies, costs),
+          ),
+        );
+        decisions.forEach(({ allowed }, i) => {
+          const { user, costs, peek } = batch[i];
+          if (!allowed || peek) return;
+          add(GLOBAL, costs[0]);
+          add(user, costs[1]);
+        });
+        clock.advance(int(0, 50));
       }
+      await close();
       expect(admitted.get(GLOBAL) ?? 0).toBeLessThanOrEqual(globalLimit);
       // Give-backs done: the global count is what was admitted, no unit stranded nor charged
       // to a denied request; a user's count likewise.
