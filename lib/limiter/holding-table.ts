@@ -166,7 +166,8 @@ export class HoldingTable {
     const left = holding.units > 0 ? holding.take(holding.units) : undefined;
     holding.renew(units, window, now, endsInMs);
     if (left) this.restore(left);
-    if (units === 0 || holding.policy.algorithm !== 'token-bucket') return;
+    // Even with no unit left now: a request denied later may put some back.
+    if (holding.policy.algorithm !== 'token-bucket') return;
     this.ends.push(holding.expiresAt, { holding, generation: holding.generation });
     this.wake(now);
   }

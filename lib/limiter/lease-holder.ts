@@ -203,9 +203,10 @@ export class LeaseHolder {
         results[i] = result;
         return;
       }
-      // A lease the store charged is the pod's, what it gave included; the request's cost
-      // with it unless the request was denied (by another hash tag's call: see applies).
-      // Charged by an admission with these terms, what the pod gave went towards it.
+      // A lease the store charged is the pod's, what it gave towards it included, less the
+      // request's cost unless the request was denied (by another hash tag's call: see
+      // applies). Without one, what the pod gave went towards an admission the store
+      // charged, else it is the pod's again.
       const granted = grant === undefined ? 0 : grant.units[j];
       if (granted > 0) {
         const units = granted - (decision.allowed ? costs[i] : 0);
