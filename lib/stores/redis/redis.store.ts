@@ -316,8 +316,10 @@ export class RedisStore implements RateLimitStore {
     terms: LeaseTerms,
   ): Promise<StoreDecision> {
     const groups = indicesByHashTag(request.keys);
-    const inSlot = (indices: readonly number[], mode: DecisionMode) =>
-      this.leases.decide({ ...subRequest(request, indices), mode }, subTerms(terms, indices));
+    const inSlot = (indices: readonly number[], mode: DecisionMode) => {
+      const lease = subTerms(terms, indices);
+      return this.leases.decide({ ...subRequest(request, indices), mode, lease }, lease);
+    };
     const checks = await Promise.all(groups.map((indices) => inSlot(indices, 'peek')));
     if (request.mode === 'peek' || !checks.every((check) => check.allowed)) {
       return mergeDecisions(groups, checks);
