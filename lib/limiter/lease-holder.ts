@@ -9,32 +9,20 @@ import type {
   LeaseTerms,
 } from '../interfaces/rate-limit-store.interface.js';
 import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js';
-import { Holding, HoldingTable } from './holding-table.js';
+import { Holding, HoldingTable, type LeaseClock, type Taken } from './holding-table.js';
 
-/** A store call for some of a request's policies, with lease terms (RateLimiter's). */
+/**
+ * A store call for some of a request's policies (RateLimiter's), with lease terms, or none
+ * when it leases nothing and gives nothing back: then it is an exact decision.
+ */
 export type LeaseAsk = (
   mode: DecisionMode,
   clientKeys: readonly string[],
   policies: readonly ResolvedPolicy[],
   costs: readonly number[],
   now: number | undefined,
-  terms: LeaseTerms,
+  terms: LeaseTerms | undefined,
 ) => Promise<{ decision: RateLimitDecision; grant: LeaseGrant | undefined }>;
-
-/** How the holder reads time. */
-export interface LeaseHolderClock {
-  /** Now in the holder's clock: the app's (local or a function), else this process's monotonic one. */
-  readonly now: () => number;
-  /** Whether `now` is the store's own clock (the app's, sent with every decision). */
-  readonly appClock: boolean;
-}
-
-/** One policy of a request admitted from units this pod held, kept until the request is decided. */
-interface Reserved {
-  readonly holding: Holding;
-  readonly generation: number;
-  readonly units: number;
-}
 
 /**
  * Leased quotas (docs/leases.md): per policy and client key, the units of the shared budget
@@ -52,18 +40,21 @@ export class LeaseHolder {
 
   constructor(
     private readonly ask: LeaseAsk,
-    private readonly clock: LeaseHolderClock,
+    private readonly clock: LeaseClock,
     giveBack: (request: GiveBackRequest) => Promise<number>,
     storeKey: (clientKey: string, policy: ResolvedPolicy) => string,
     ttlFloorMs: number,
   ) {
-    this.table = new HoldingTable(giveBack, storeKey, ttlFloorMs, clock.appClock);
+    this.table = new HoldingTable(giveBack, storeKey, ttlFloorMs, clock);
   }
 
   /**
-   * Whether this request goes through leases: some policy leases, every key is the same
-   * client's (one hash tag, one atomic call), and no policy is a shadow or blocks (those
-   * need the store's own decision on every request).
+   * Whether this request goes through leases: some policy leases, and no policy is a shadow
+   * or blocks (those need the store's own decision on every request). With policies keyed by
+   * several clients, a Cluster decides the request in several calls, one per hash tag
+   * (RedisStore's leaseAcrossSlots): a leased policy must then cost no more than its lease,
+   * so that a call that charges it takes a lease, which stays with the pod when another tag
+   * denies the request.
    */
   static applies(
     clientKeys: readonly string[],
@@ -71,15 +62,19 @@ export class LeaseHolder {
     costs: readonly number[],
   ): boolean {
     let leased = false;
+    let beyondLease = false;
+    let oneClient = true;
     for (let i = 0; i < policies.length; i++) {
       const policy = policies[i];
       const cost = costs[i];
-      if (policy.shadow || policy.blockMs > 0 || clientKeys[i] !== clientKeys[0]) return false;
+      if (policy.shadow || policy.blockMs > 0) return false;
       // A malformed cost is refused on the direct path (400), as without a lease.
       if (!Number.isSafeInteger(cost) || cost <= 0) return false;
       if (policy.lease > 0) leased = true;
+      if (policy.lease > 0 && cost > policy.lease) beyondLease = true;
+      if (clientKeys[i] !== clientKeys[0]) oneClient = false;
     }
-    return leased;
+    return leased && (oneClient || !beyondLease);
   }
 
   decide(
@@ -156,17 +151,16 @@ export class LeaseHolder {
     now: number,
   ): Promise<RateLimitDecision> {
     const consume = mode === 'consume';
-    const reserved = new Array<Reserved | undefined>(policies.length);
+    const reserved = new Array<Taken | undefined>(policies.length);
     const asked: number[] = [];
     const sizes: number[] = [];
     const held: number[] = [];
     const heldWindows: number[] = [];
-    const given: (Reserved | undefined)[] = [];
+    const given: (Taken | undefined)[] = [];
     for (let i = 0; i < policies.length; i++) {
       const holding = holdings[i];
       if (holding && holding.units >= costs[i]) {
-        if (consume) holding.units -= costs[i];
-        reserved[i] = { holding, generation: holding.generation, units: consume ? costs[i] : 0 };
+        reserved[i] = holding.take(consume ? costs[i] : 0);
         continue;
       }
       asked.push(i);
@@ -174,20 +168,16 @@ export class LeaseHolder {
       held.push(holding ? holding.units : 0);
       heldWindows.push(holding ? holding.window : 0);
       // What is held goes towards this request: it stays with the pod if the store denies.
-      given.push(
-        holding && consume
-          ? { holding, generation: holding.generation, units: holding.units }
-          : undefined,
-      );
-      if (holding && consume) holding.units = 0;
+      given.push(holding && consume ? holding.take(holding.units) : undefined);
     }
+    const leasing = sizes.some((size) => size > 0) || held.some((units) => units > 0);
     const call = this.ask(
       mode,
       asked.map((i) => clientKeys[i]),
       asked.map((i) => policies[i]),
       asked.map((i) => costs[i]),
       this.clock.appClock ? now : undefined,
-      { sizes, held, heldWindows },
+      leasing ? { sizes, held, heldWindows } : undefined,
     );
     if (consume) {
       asked.forEach((i, j) => {
@@ -198,7 +188,7 @@ export class LeaseHolder {
     try {
       answer = await call;
     } catch (error) {
-      for (const part of [...reserved, ...given]) if (part) restore(part);
+      for (const part of [...reserved, ...given]) if (part) this.table.restore(part);
       throw error;
     } finally {
       if (consume)
@@ -213,12 +203,17 @@ export class LeaseHolder {
         results[i] = result;
         return;
       }
-      // Charged by the store with these terms: what the pod gave went towards the request.
-      const charged = decision.allowed && grant !== undefined;
-      const granted = charged ? grant.units[j] : 0;
-      if (granted > 0)
-        holding.renew(granted - costs[i], grant!.windows[j], now, grant!.endsInMs[j]);
-      else if (!charged && given[j]) restore(given[j]);
+      // A lease the store charged is the pod's, what it gave towards it included, less the
+      // request's cost unless the request was denied (by another hash tag's call: see
+      // applies). Without one, what the pod gave went towards an admission the store
+      // charged, else it is the pod's again.
+      const granted = grant === undefined ? 0 : grant.units[j];
+      if (granted > 0) {
+        const units = granted - (decision.allowed ? costs[i] : 0);
+        this.table.renew(holding, units, grant!.windows[j], now, grant!.endsInMs[j]);
+      } else if (!(decision.allowed && grant !== undefined) && given[j]) {
+        this.table.restore(given[j]);
+      }
       holding.known(result.remaining, result.resetMs, now);
       results[i] = {
         ...result,
@@ -228,7 +223,7 @@ export class LeaseHolder {
     for (let i = 0; i < policies.length; i++) {
       const part = reserved[i];
       if (part === undefined) continue;
-      if (!decision.allowed) restore(part);
+      if (!decision.allowed) this.table.restore(part);
       results[i] = heldResult(policies[i], part.holding, this.clock.now());
     }
     return {
@@ -237,11 +232,6 @@ export class LeaseHolder {
       ...(decision.cached && { cached: true as const }),
     };
   }
-}
-
-/** Units taken from a holding for a request the store did not admit go back, if still its. */
-function restore({ holding, generation, units }: Reserved): void {
-  if (holding.generation === generation) holding.units += units;
 }
 
 /**

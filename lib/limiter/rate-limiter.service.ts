@@ -90,7 +90,11 @@ export class RateLimiter implements OnApplicationShutdown {
       const giveBack = store.giveBack.bind(store);
       this.leases = new LeaseHolder(
         this.askForLease,
-        { now: this.now ?? (() => performance.now()), appClock: this.now !== undefined },
+        {
+          now: this.now ?? (() => performance.now()),
+          appClock: this.now !== undefined,
+          realTime: typeof clock !== 'function',
+        },
         giveBack,
         (clientKey, policy) => policyKey(options.prefix, clientTag(clientKey), policy.keySuffix),
         this.ttlFloorMs,
@@ -431,9 +435,9 @@ interface LimiterRequest extends DecideRequest {
   readonly leaseCall: LeaseCall | undefined;
 }
 
-/** A lease holder's store call: its terms, and the grant the store answered with. */
+/** A lease holder's store call: its terms (none: an exact call), and the store's grant. */
 interface LeaseCall {
-  readonly terms: LeaseTerms;
+  readonly terms: LeaseTerms | undefined;
   grant: LeaseGrant | undefined;
 }
 

@@ -10,6 +10,23 @@ class LeasedController {
   leased() {
     return { ok: true };
   }
+
+  /** A fleet-wide budget, leased, beside each client's own, exact. */
+  @Get('checkout')
+  @RateLimit(
+    {
+      name: 'fleet',
+      algorithm: 'fixed-window',
+      limit: 1_000,
+      window: '1h',
+      lease: 10,
+      keyBy: () => 'fleet',
+    },
+    { name: 'per-client', algorithm: 'fixed-window', limit: 2, window: '1h' },
+  )
+  checkout() {
+    return { ok: true };
+  }
 }
 
 /** The guard under a lease: headers from what the pod holds, the store's own 429. */
@@ -41,4 +58,37 @@ it('counts remaining down from what the pod holds and denies with the store exac
   } finally {
     await running.close();
   }
+});
+
+it('leases a fleet-wide policy beside a per-client one, and a per-client 429 costs the fleet nothing', async () => {
+  const running = await startApp(
+    'express',
+    [RateLimitModule.forRoot({ redis: redis.server.url, keyBy: byClientHeader })],
+    [LeasedController],
+  );
+  /** The fleet's count in Redis (the fixed window's integer form). */
+  const fleet = async () => {
+    const [key] = await redis.admin.keys('*{fleet}*');
+    return Math.floor(Number(await redis.admin.get(key)) / 2 ** 20);
+  };
+  try {
+    for (let client = 0; client < 12; client++) {
+      expect((await running.get('/checkout', `c${client}`)).status).toBe(200);
+    }
+    // Two leases of ten for twelve clients.
+    expect(await fleet()).toBe(20);
+    expect((await running.get('/checkout', 'c0')).status).toBe(200);
+    const denied = await running.get('/checkout', 'c0');
+    expect(denied.status).toBe(429);
+    expect(await fleet()).toBe(20);
+    // 13 of the 20 admitted: six more clients without another lease.
+    for (let client = 12; client < 18; client++) {
+      expect((await running.get('/checkout', `c${client}`)).status).toBe(200);
+    }
+    expect(await fleet()).toBe(20);
+  } finally {
+    await running.close();
+  }
+  // The app's close gives back the one unit left.
+  expect(await fleet()).toBe(19);
 });

@@ -18,12 +18,14 @@ import { startRedisServer, type RedisServer } from '../support/redis-server.js';
  * real redis-server (Fastify): what it shows must be the library's own decisions.
  */
 /**
- * The README's picture is refreshed only on request (UPDATE_SCREENSHOT=1 npm test): it holds
- * a measured run time, so writing it on every run would leave the work tree changed.
+ * The docs' pictures (docs/<name>.png: the README's comparison, docs/leases.md's pods) are
+ * refreshed only on request (UPDATE_SCREENSHOT=1 npm test): they hold measured run times, so
+ * writing them on every run would leave the work tree changed. Else each is taken and removed.
  */
-const SCREENSHOT = process.env.UPDATE_SCREENSHOT
-  ? fileURLToPath(new URL('../../docs/sandbox.png', import.meta.url))
-  : join(tmpdir(), `sandbox-${process.pid}.png`);
+const screenshotPath = (name: string) =>
+  process.env.UPDATE_SCREENSHOT
+    ? fileURLToPath(new URL(`../../docs/${name}.png`, import.meta.url))
+    : join(tmpdir(), `${name}-${process.pid}.png`);
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
 /** The page's defaults: 10 requests per 10 s window, burst = limit. */
@@ -65,6 +67,15 @@ describe.each<Setup>([
   const consoleErrors: string[] = [];
   const pageErrors: string[] = [];
   const failedResponses: string[] = [];
+  /** The page as it is, as docs/<name>.png, by the setup that takes screenshots. */
+  const screenshot = async (name: string) => {
+    if (!takesScreenshot) return;
+    const path = screenshotPath(name);
+    mkdirSync(dirname(path), { recursive: true });
+    await page.screenshot({ path, fullPage: true });
+    expect(statSync(path).size).toBeGreaterThan(10_000);
+    if (!process.env.UPDATE_SCREENSHOT) rmSync(path);
+  };
 
   beforeAll(async () => {
     redis = store === 'redis' ? await startRedisServer() : undefined;
@@ -255,13 +266,8 @@ describe.each<Setup>([
     // Leave the comparison of the exploit on screen for the screenshot.
     await run('Boundary-burst exploit');
     await page.click('[data-lane="fixed-window"] rect[data-index="15"]');
-    if (takesScreenshot) {
-      mkdirSync(dirname(SCREENSHOT), { recursive: true });
-      // The whole page, so the picture shows all five lanes and the selected request at once.
-      await page.screenshot({ path: SCREENSHOT, fullPage: true });
-      expect(statSync(SCREENSHOT).size).toBeGreaterThan(10_000);
-      if (!process.env.UPDATE_SCREENSHOT) rmSync(SCREENSHOT);
-    }
+    // The whole page, so the picture shows all five lanes and the selected request at once.
+    await screenshot('sandbox');
   });
 
   it('fits a phone screen', async () => {
@@ -288,6 +294,7 @@ describe.each<Setup>([
     // On the embedded store a lease decides directly.
     if (store === 'redis') expect(leasedCalls).toBeLessThan(exactCalls / 3);
     else expect(leasedCalls).toBe(exactCalls);
+    await screenshot('sandbox-pods');
   });
 
   it('shows live responses and their RateLimit headers as they arrive', async () => {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { RateLimitPolicy } from '../../lib/interfaces/rate-limit-policy.interface.js';
 import type { RateLimitModuleOptions } from '../../lib/interfaces/rate-limit-options.interface.js';
 import { LimiterFixture, VirtualClock } from '../support/limiters.js';
@@ -227,6 +228,56 @@ describe('a leased token bucket', () => {
     const [level] = (await redis.admin.get('rl:{k}:tb:tb2'))!.split(':').map(Number);
     // 100 - 10 + 10 refilled - 10, then 9 back: 99 tokens (the level counts tokens x window).
     expect(level / 10_000).toBe(99);
+  });
+});
+
+describe("a leased token bucket's lease ending", () => {
+  // 100 tokens a second, 1,000 at most: a lease of 50 ends 500 ms after it is taken.
+  const exact: RateLimitPolicy = {
+    name: 'tb',
+    algorithm: 'token-bucket',
+    limit: 100,
+    window: 1_000,
+    burst: 1_000,
+  };
+  const leased: RateLimitPolicy = { ...exact, lease: 50 };
+  /** The bucket's state in Redis: its level in tokens, and when it was read. */
+  const bucket = async () => {
+    const [key] = await redis.admin.keys('*');
+    const [level, at] = (await redis.admin.get(key))!.split(':').map(Number);
+    return { tokens: level / 1_000, at };
+  };
+
+  it.each(['local', 'redis'] as const)(
+    'on a %s clock, gives back what an idle pod holds, with no request, for others to use',
+    async (clock) => {
+      const idle = (await pod(new VirtualClock(), { clock })).limiter;
+      const other = (await pod(new VirtualClock(), { clock })).limiter;
+      await idle.consume('k', leased); // 50 taken, 49 held
+      expect((await other.consume('k', exact, 900)).allowed).toBe(true); // 50 left
+      const drained = await bucket();
+      let now = drained;
+      for (let tries = 0; tries < 150 && now.at === drained.at; tries++) {
+        await sleep(20);
+        now = await bucket();
+      }
+      // Written again, with no request since: what refilled since the drain, and the 49.
+      expect(now.at).toBeGreaterThan(drained.at);
+      expect(now.tokens - drained.tokens - (now.at - drained.at) / 10).toBeCloseTo(49, 6);
+      expect((await other.consume('k', exact, Math.floor(now.tokens))).allowed).toBe(true);
+    },
+  );
+
+  it('on a virtual clock, gives back what the ended lease held before taking the next', async () => {
+    const clock = new VirtualClock(WINDOW * 1_000);
+    const idle = (await pod(clock)).limiter;
+    const other = (await pod(clock)).limiter;
+    await idle.consume('k', leased);
+    await other.consume('k', exact, 900);
+    clock.advance(500);
+    await idle.consume('k', leased);
+    // 50 left, 50 refilled, 49 back: of 149, a new lease takes an eighth.
+    expect((await bucket()).tokens).toBe(149 - 18);
   });
 });
 

@@ -21,7 +21,10 @@ import { hashSlot } from './hash-slot.js';
 import { LeaseScripts } from './lease-scripts.js';
 import type {
   DecideRequest,
+  DecisionMode,
   GiveBackRequest,
+  LeaseGrant,
+  LeaseTerms,
   PolicyVerdict,
   RateLimitStore,
   StoreDecision,
@@ -154,8 +157,12 @@ export class RedisStore implements RateLimitStore {
   /** Not async: on the hot path every promise layer counts. May throw while disconnected. */
   decide(request: DecideRequest): Promise<StoreDecision> {
     this.assertConnected();
-    // A leasing pod sends only keys of one client: one hash tag.
-    if (request.lease) return this.leases.decide(request, request.lease);
+    if (request.lease) {
+      if (this.isCluster && spansSeveralHashTags(request.keys)) {
+        return this.leaseAcrossSlots(request, request.lease);
+      }
+      return this.leases.decide(request, request.lease);
+    }
     // A standalone Redis runs any keys in one script; so does Cluster when they share a tag.
     if (!this.isCluster || !spansSeveralHashTags(request.keys)) {
       return this.runScript(request, request.mode);
@@ -327,6 +334,43 @@ export class RedisStore implements RateLimitStore {
   }
 
   /**
+   * decideAcrossSlots for a leased request (a leased policy beside one keyed by another
+   * client). Every tag is checked first, all in parallel, charging nothing: a denial ends
+   * there. Then the tags whose policies are all leased take their leases, and only if every
+   * one does are the other tags charged: a tag overtaken between the phases denies the
+   * request after its leased tags charged, and what they leased stays with the pod
+   * (`leased`, set on the denial too), so only a tag of policies not leased can be charged
+   * for a denied request, as in exact mode, and only when several such tags race.
+   */
+  private async leaseAcrossSlots(
+    request: DecideRequest,
+    terms: LeaseTerms,
+  ): Promise<StoreDecision> {
+    const groups = indicesByHashTag(request.keys);
+    const inSlot = (indices: readonly number[], mode: DecisionMode) => {
+      const lease = subTerms(terms, indices);
+      return this.leases.decide({ ...subRequest(request, indices), mode, lease }, lease);
+    };
+    const checks = await Promise.all(groups.map((indices) => inSlot(indices, 'peek')));
+    if (request.mode === 'peek' || !checks.every((check) => check.allowed)) {
+      return mergeDecisions(groups, checks);
+    }
+    const leasedOnly = groups.map((indices) => indices.every((i) => terms.sizes[i] > 0));
+    const decisions = [...checks];
+    const charge = (leased: boolean) =>
+      Promise.all(
+        groups.map(async (indices, g) => {
+          if (leasedOnly[g] === leased) decisions[g] = await inSlot(indices, 'consume');
+        }),
+      );
+    await charge(true);
+    if (decisions.every((decision) => decision.allowed)) await charge(false);
+    const merged = mergeDecisions(groups, decisions);
+    if (merged.stale) return merged;
+    return { ...merged, leased: mergeGrants(groups, decisions) };
+  }
+
+  /**
    * While disconnected, a client with an offline queue (ioredis' and node-redis' default)
    * would hold each command for its retries: fail at once instead, and let the next request
    * try again.
@@ -406,6 +450,36 @@ function subRequest(request: DecideRequest, indices: readonly number[]): DecideR
     policies: indices.map((i) => request.policies[i]),
     costs: indices.map((i) => request.costs[i]),
   };
+}
+
+/** Lease terms for some of the policies, by position. */
+function subTerms(terms: LeaseTerms, indices: readonly number[]): LeaseTerms {
+  return {
+    sizes: indices.map((i) => terms.sizes[i]),
+    held: indices.map((i) => terms.held[i]),
+    heldWindows: indices.map((i) => terms.heldWindows[i]),
+  };
+}
+
+/** Per-group leases back in policy order: 0 units where a group charged nothing. */
+function mergeGrants(
+  groups: readonly (readonly number[])[],
+  decisions: readonly StoreDecision[],
+): LeaseGrant {
+  const count = groups.reduce((sum, indices) => sum + indices.length, 0);
+  const units = Array<number>(count).fill(0);
+  const windows = Array<number>(count).fill(0);
+  const endsInMs = Array<number>(count).fill(0);
+  groups.forEach((indices, g) => {
+    const { leased } = decisions[g];
+    if (leased === undefined) return;
+    indices.forEach((policyIndex, j) => {
+      units[policyIndex] = leased.units[j];
+      windows[policyIndex] = leased.windows[j];
+      endsInMs[policyIndex] = leased.endsInMs[j];
+    });
+  });
+  return { units, windows, endsInMs };
 }
 
 /** Puts per-group verdicts back in policy order; a denied request waits for nothing. */

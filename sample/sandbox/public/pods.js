@@ -20,17 +20,17 @@ const valueOf = (id) => Number(byId(id, HTMLInputElement).value);
  */
 function outcomeBlock(title, outcome, limit) {
   const perAdmitted = outcome.admitted === 0 ? 0 : outcome.storeCalls / outcome.admitted;
+  // Each term with its value in a cell of its own: the grid's columns never part them.
+  /** @type {(term: string, field: string, value: string) => HTMLElement} */
+  const count = (term, field, value) =>
+    element('div', {}, element('dt', {}, term), element('dd', { 'data-field': field }, value));
   const counts = element(
     'dl',
     { class: 'live-counts' },
-    element('dt', {}, 'admitted'),
-    element('dd', { 'data-field': 'admitted' }, `${outcome.admitted} of a limit of ${limit}`),
-    element('dt', {}, 'denied'),
-    element('dd', { 'data-field': 'denied' }, String(outcome.denied)),
-    element('dt', {}, 'store calls'),
-    element('dd', { 'data-field': 'store-calls' }, String(outcome.storeCalls)),
-    element('dt', {}, 'store calls per admission'),
-    element('dd', {}, perAdmitted.toFixed(3)),
+    count('admitted', 'admitted', `${outcome.admitted} of a limit of ${limit}`),
+    count('denied', 'denied', String(outcome.denied)),
+    count('store calls', 'store-calls', String(outcome.storeCalls)),
+    count('store calls per admission', 'per-admission', perAdmitted.toFixed(3)),
   );
   const perPod = outcome.perPod
     .map((pod, i) => `pod ${i + 1}: ${pod.admitted} admitted, ${pod.storeCalls} store calls`)
