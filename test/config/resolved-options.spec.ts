@@ -192,6 +192,13 @@ const MISTAKES: [unknown, string][] = [
     ),
   ],
   [{ redis: 6379 }, invalid('redis', 'must be a URL, ioredis options or a client (got number)')],
+  [{ redis: null }, invalid('redis', 'must be a URL, ioredis options or a client (got object)')],
+  [{ defaults: null }, invalid('defaults', 'must be { algorithm?, scope? }')],
+  [
+    { policies: [{ limit: 1, window: 1, failureMode: 'local' }] },
+    'RateLimitConfigError: Invalid rate limit policy "default" on RateLimitModule options: ' +
+      "failureMode 'local' needs the module option instances: how many instances share the limits while the store is unavailable",
+  ],
   [{ defaults: 'fixed-window' }, invalid('defaults', 'must be { algorithm?, scope? }')],
   [
     { defaults: { algorithm: 'gcra' } },
@@ -270,6 +277,14 @@ describe('resolveOptions boundaries', () => {
     { denyCache: { maxEntries: 1 } },
     // Module policies apply through the guard, which calls a limit function per request.
     { policies: [{ limit: () => 1, window: 1 }] },
+    { redis: 'redis://127.0.0.1:6380' },
+    { redis: {} },
+    { defaults: { scope: 'route' } },
+    { defaults: { scope: 'global', algorithm: 'fixed-window' } },
+    ...(['open', 'closed', 'local'] as const).map((failureMode) => ({
+      policies: [{ limit: 1, window: 1, failureMode }],
+      instances: 2,
+    })),
   ])('accepts %p', (options) => {
     expect(message(options)).toBe('accepted');
   });

@@ -154,11 +154,14 @@ async function planner(
     imports = [],
     policies = [{ name: 'module', limit: 10, window: '1m' }],
     logger = quiet,
+    instances,
   }: {
     providers?: unknown[];
     imports?: Type[];
     policies?: unknown[];
     logger?: typeof quiet;
+    /** The module option: how many instances share the limits in failure mode 'local'. */
+    instances?: number;
   } = {},
 ): Promise<{ planner: RoutePlanner; close: () => Promise<void> }> {
   const moduleRef = await Test.createTestingModule({
@@ -168,7 +171,7 @@ async function planner(
       RoutePlanner,
       {
         provide: RATE_LIMIT_OPTIONS,
-        useValue: { policies: policies as RateLimitPolicy[], defaults: {} },
+        useValue: { policies: policies as RateLimitPolicy[], defaults: {}, instances },
       },
       { provide: 'nothing', useFactory: () => null },
       ...(providers as Type[]),
@@ -380,6 +383,22 @@ describe('RoutePlanner route ids', () => {
 });
 
 describe('RoutePlanner at start-up', () => {
+  @Controller('login')
+  class LocalLoginController {
+    @Get()
+    @RateLimit({ limit: 5, window: '1m', failureMode: 'local' })
+    login() {}
+  }
+
+  it("plans a route failing over to 'local' only with the module's instances", async () => {
+    await expect(planner([LocalLoginController])).rejects.toThrow(
+      /LocalLoginController\.login: failureMode 'local' needs the module option instances/,
+    );
+    const { planner: p, close } = await planner([LocalLoginController], { instances: 3 });
+    expect(planOf(p, LocalLoginController, 'login').failureMode).toBe('local');
+    await close();
+  });
+
   @Injectable()
   class ResolverWithMethodLimits {
     authors() {}
