@@ -17,12 +17,15 @@ const LEASE_REPLY_STRIDE = 8;
  * The script that decides a leased request (lua/lease.lua) for these policies' algorithms:
  * the general prelude, what it needs of common.lua, each algorithm's step once, the binding
  * (the table of steps by policy, the reply and what the check read, at their full size),
- * then the entry. Leases are taken once per many admissions, so its
- * values travel as arguments: one script per combination of algorithms.
+ * then the entry; a lone policy's takes lua/lease-one.lua, without the tables, unless
+ * `tables` asks for lease.lua (its test holds the two alike). Leases are taken once per
+ * many admissions, so its values travel as arguments: one script per combination of
+ * algorithms.
  */
 export function composeLeaseScript(
   policies: readonly Pick<ResolvedPolicy, 'algorithm'>[],
   variant: ScriptVariant,
+  tables = policies.length > 1,
 ): string {
   const algorithms = policies.map((policy) => policy.algorithm);
   const files = [...new Set(algorithms)].map((algorithm) => LUA_SOURCES[algorithm]);
@@ -31,12 +34,15 @@ export function composeLeaseScript(
     files.unshift(`local exact_expiry = ${variant === 'consume'}`);
   }
   const zeros = (count: number) => Array<number>(count).fill(0).join(', ');
-  const binding = [
-    `local steps = { ${algorithms.map(stepName).join(', ')} }`,
-    `local leading = ${LEADING_ARGS[variant]}`,
-    `local reply, values = { 1, ${zeros(8 * policies.length)} }, { ${zeros(8 * policies.length)} }`,
-  ].join('\n');
-  const rest = [...files, binding, LUA_SOURCES.lease];
+  const leading = `local leading = ${LEADING_ARGS[variant]}`;
+  const binding = tables
+    ? [
+        `local steps = { ${algorithms.map(stepName).join(', ')} }`,
+        leading,
+        `local reply, values = { 1, ${zeros(8 * policies.length)} }, { ${zeros(8 * policies.length)} }`,
+      ]
+    : [`local step = ${stepName(algorithms[0])}`, leading];
+  const rest = [...files, binding.join('\n'), LUA_SOURCES[tables ? 'lease' : 'lease-one']];
   const prelude = LUA_SOURCES[variant === 'consume' ? 'prelude-consume' : 'prelude'];
   return [prelude, commonFor(rest), ...rest].join('\n');
 }

@@ -13,6 +13,7 @@ import { BLOCK_KEY_SUFFIX } from '../../../lib/stores/store-keys.js';
 import { useRedisServer } from '../../support/redis-fixture.js';
 import { seededRandom } from '../../support/seeded-random.js';
 import { fixedWindowState } from './fixed-window-state.js';
+import { AS_TRACE_TIME, CLOCK_KEY, OFFSET_KEY } from './trace-time.js';
 import type { ResolvedPolicy } from '../../../lib/interfaces/resolved-policy.interface.js';
 
 /**
@@ -36,37 +37,6 @@ import type { ResolvedPolicy } from '../../../lib/interfaces/resolved-policy.int
  */
 const SEEDS = [1, 2, 3, 4, 5, 6];
 const STEPS = 250;
-const CLOCK_KEY = 'test-clock';
-/** Real time less the trace's, plus an hour: added to every expiry, made absolute. */
-const OFFSET_KEY = 'test-offset';
-const AS_TRACE_TIME = `
-local server = redis
-local function on_trace_time(command, ...)
-  local args = { ... }
-  local at = tonumber(server.call('GET', '${CLOCK_KEY}')) + server.call('GET', '${OFFSET_KEY}')
-  if command == 'PEXPIRE' then
-    command, args[2] = 'PEXPIREAT', at + args[2]
-  end
-  for i = 2, #args do
-    if args[i - 1] == 'PX' then
-      args[i - 1], args[i] = 'PXAT', at + args[i]
-    end
-  end
-  return command, unpack(args)
-end
-local redis = setmetatable({
-  call = function(command, ...)
-    if command == 'TIME' then
-      local ms = tonumber(server.call('GET', '${CLOCK_KEY}'))
-      return { math.floor(ms / 1000), ms % 1000 * 1000 }
-    end
-    return server.call(on_trace_time(command, ...))
-  end,
-  pcall = function(...)
-    return server.pcall(on_trace_time(...))
-  end,
-}, { __index = server })
-`;
 
 interface Form {
   readonly variant: ScriptVariant;
