@@ -33,5 +33,9 @@ if admitted and consume then
     end
   end
 end
-return { admitted and 1 or 0, allowed and 1 or 0, math.max(0, math.floor(remaining)), num(reset),
-  num(retry), admitted and num(delay) or 0, granted, index, num(ends) }
+-- common.lua's num written out: no function made for it on each call.
+return { admitted and 1 or 0, allowed and 1 or 0, remaining > 0 and math.floor(remaining) or 0,
+  reset % 1 == 0 and reset or string.format('%.17g', reset),
+  retry % 1 == 0 and retry or string.format('%.17g', retry),
+  (not admitted or delay == 0) and 0 or delay % 1 == 0 and delay or string.format('%.17g', delay),
+  granted, index, ends % 1 == 0 and ends or string.format('%.17g', ends) }
