@@ -26,18 +26,9 @@ export type ResilientStoreOptions = Pick<
  * wanted past its deadline (`wantedUntil`): on a loaded machine latency swings widely, and a
  * script that starts after its wantedUntil must be asked again, which a loaded machine can
  * least afford (capped at 40 ms, overloaded pods failed open: docs/failure-modes.md). A
- * silent store is waited on no longer than SILENCE_MARGIN_MS of it.
+ * silent store is not waited on past the deadline (see Attempt).
  */
 const LATENCY_MARGIN = 4;
-
-/**
- * At most this long past the deadline a silent store is waited on, whatever wantedFor: a
- * fault then costs a decision no more than the deadline plus this (the issue's bound: plus
- * 50 ms, with room for the pod's own lag). Measured (docs/failure-modes.md): given up on at
- * the deadline itself, overloaded pods whose event loops were blocked 300 ms each second
- * (bench:race) failed open on 156 of 3,000 requests; at 40 ms past it, 0 and 25; at 25 ms, 0.
- */
-export const SILENCE_MARGIN_MS = 0;
 
 /**
  * Turns the store's decision on `request` into the caller's answer: the request travels
@@ -136,8 +127,8 @@ export class ResilientStore {
    * One try at a decision. It is wanted until `wantedFor` ms from now: the deadline plus a
    * margin over how long answers have lately taken (long only on a busy process or machine),
    * within maxWait; the store, told so as `wantedUntil`, charges nothing after then. A store
-   * silent for the whole deadline is given up on SILENCE_MARGIN_MS after it, even before
-   * then. Should the store answer such a call within the margin after all, it charges a
+   * silent for the whole deadline is given up on then, even before wantedFor. Should the
+   * store answer such a call within the margin after all, it charges a
    * request the failure mode answered: one it admitted ('open', 'local') or refused
    * ('closed'), never one more than the limit allows. A failure goes to the local fallback,
    * if any.
@@ -344,8 +335,10 @@ class Attempt<Q extends DecideRequest, R> extends WaitingCall<StoreDecision, R> 
     readonly pass: BreakerPass,
     readonly finish: Finish<Q, R>,
   ) {
-    // First checked at most SILENCE_MARGIN_MS past the deadline, not at wantedFor: see attempt().
-    super(askedAt, Math.min(wantedFor, timeout + SILENCE_MARGIN_MS), timeout, maxWait);
+    // First checked at the deadline, not at wantedFor: the silence a check judges is exact
+    // however late this process runs (SilenceDetector.check), so a silent store costs a
+    // decision the deadline and this process's own lag, not the latency margin.
+    super(askedAt, timeout, timeout, maxWait);
   }
 
   answered(decision: StoreDecision): R | Promise<R> {
