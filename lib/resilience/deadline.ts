@@ -140,7 +140,11 @@ export class SilenceDetector {
       if (waiting.due < earliest && this.isWaiting(waiting)) earliest = waiting.due;
       waiting = next;
     }
-    this.wakeAt(earliest);
+    // Due already (its silence reached the timeout while this check was queued): checked
+    // again after the next turn's I/O, not a timer later. Queued from here, the check phase,
+    // a check runs after a poll that began later; queued from I/O it would not.
+    if (earliest <= performance.now()) this.look();
+    else this.wakeAt(earliest);
   };
 
   /**
@@ -299,29 +303,26 @@ export class SilenceDetector {
     return waiting.previous !== undefined || this.first === waiting;
   }
 
-  /**
-   * Makes sure a check runs by `at`, not before (monotonic ms); Infinity: no need. A check
-   * due already is queued at once, not a timer later.
-   */
+  /** Makes sure the timer fires by `at`, not before (monotonic ms); Infinity: no need. */
   private wakeAt(at: number): void {
     // Infinity (no need) is never below timerAt, nor anything while a check is queued (it
     // sets the next timer), so it returns here too.
     if (at >= this.timerAt) return;
     if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    const now = performance.now();
-    if (at <= now) return this.look();
     this.timerAt = at;
     // A timer counts from the event loop's cached clock, which may be a millisecond behind:
     // rounding up keeps a check from running before it is due.
-    this.timer = setTimeout(this.fire, Math.max(1, Math.ceil(at - now)));
+    this.timer = setTimeout(this.fire, Math.max(1, Math.ceil(at - performance.now())));
   }
 
   /**
-   * Queues a check. Answers may be waiting in the socket already: a busy event loop runs
-   * timers and immediates before it reads I/O, and setImmediate lets that read happen first.
+   * Queues a check, from a timer or from a check: answers may be waiting in the socket
+   * already, and an immediate queued in the timers or the check phase runs after a poll for
+   * I/O that began later, so every answer that had come by now is read when it runs.
    */
   private look(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
     this.timerAt = -Infinity;
     this.lookedAt = performance.now();
     setImmediate(this.checkDue);
