@@ -8,14 +8,16 @@
  * mode let through (open) or decided in the pod ('local'): a pod stamps each response its
  * Redis store decided in time (test/support/pods/decision-timing.ts). Latencies as the load saw
  * them (mostly queueing behind the requests in flight) and in the pods, from reading a request
- * to answering it (request-log.ts). Options: --requests,
- * --concurrency.
+ * to answering it (request-log.ts), raw and less what of it the machine left the pod
+ * unscheduled. Options: --requests, --concurrency.
  */
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { startRedisServer } from '../test/support/redis-server.js';
 import { type PodConfig, WEEK_MS } from '../test/support/pods/pod-config.js';
 import { type LoadReport, type PodFleet, startPodFleet } from '../test/support/pods/pod-fleet.js';
 import { type AcceptanceWatch, watchAcceptance } from '../test/support/pods/acceptance-watch.js';
+import { unscheduledWithin } from '../test/support/pods/request-log.js';
 
 const { values: options } = parseArgs({
   options: {
@@ -36,6 +38,8 @@ interface Row {
   readonly report: LoadReport;
   /** From each pod's reading the request to its answer, in ms, sorted. */
   readonly inPods: readonly number[];
+  /** The same less what of it the machine left the pod unscheduled, sorted. */
+  readonly scheduledInPods: readonly number[];
   readonly backAfterMs: number;
 }
 
@@ -86,12 +90,20 @@ async function measure(mode: (typeof MODES)[number]): Promise<Row[]> {
   const load = async (clientKey: string) => {
     await fleet.requestLogs();
     const report = await fleet.fire({ route: 'limited', clientKey, requests, concurrency });
-    const inPods = (await fleet.requestLogs())
-      .flatMap((log) => log.records)
-      .filter((record) => record.client === clientKey)
-      .map((record) => record.answeredAt - record.receivedAt)
-      .sort((a, b) => a - b);
-    return { report, inPods };
+    const answers = (await fleet.requestLogs()).flatMap(({ records, stalls }) =>
+      records
+        .filter((record) => record.client === clientKey)
+        .map(({ receivedAt, answeredAt }) => ({
+          ms: answeredAt - receivedAt,
+          unscheduledMs: unscheduledWithin(stalls, receivedAt, answeredAt),
+        })),
+    );
+    const sorted = (ms: number[]) => ms.sort((a, b) => a - b);
+    return {
+      report,
+      inPods: sorted(answers.map(({ ms }) => ms)),
+      scheduledInPods: sorted(answers.map(({ ms, unscheduledMs }) => ms - unscheduledMs)),
+    };
   };
   try {
     await load('warm-up');
@@ -127,8 +139,8 @@ async function measure(mode: (typeof MODES)[number]): Promise<Row[]> {
 
 function formatTable(rows: readonly Row[]): string {
   const header =
-    '| failureMode | Redis | 200 decided by Redis | 200 by the failure mode | 429 | 503 | other | 200 per pod (most) | p50 ms | p99 ms | max ms | in the pods p99 / max ms | deciding on Redis again after |';
-  const lines = rows.map(({ mode, fault, report, inPods, backAfterMs }) => {
+    '| failureMode | Redis | 200 decided by Redis | 200 by the failure mode | 429 | 503 | other | 200 per pod (most) | p50 ms | p99 ms | max ms | in the pods p99 / max ms | less unscheduled | deciding on Redis again after |';
+  const lines = rows.map(({ mode, fault, report, inPods, scheduledInPods, backAfterMs }) => {
     const { statuses, responses, admitted, failedOpen } = report;
     const latencies = responses.map((response) => response.latencyMs).sort((a, b) => a - b);
     const other = responses.filter((r) => ![200, 429, 503].includes(r.status)).length;
@@ -136,17 +148,18 @@ function formatTable(rows: readonly Row[]): string {
       { length: PODS },
       (_, pod) => responses.filter((r) => r.pod === pod && r.status === 200).length,
     );
-    return `| ${mode} | ${fault} | ${admitted} | ${failedOpen} | ${statuses[429] ?? 0} | ${statuses[503] ?? 0} | ${other} | ${Math.max(...perPod)} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} | ${latencies.at(-1)!.toFixed(1)} | ${percentile(inPods, 99)} / ${inPods.at(-1)} | ${backAfterMs.toFixed(0)} ms |`;
+    return `| ${mode} | ${fault} | ${admitted} | ${failedOpen} | ${statuses[429] ?? 0} | ${statuses[503] ?? 0} | ${other} | ${Math.max(...perPod)} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} | ${latencies.at(-1)!.toFixed(1)} | ${percentile(inPods, 99)} / ${inPods.at(-1)} | ${percentile(scheduledInPods, 99).toFixed(0)} / ${scheduledInPods.at(-1)!.toFixed(0)} | ${backAfterMs.toFixed(0)} ms |`;
   });
-  return [header, '|---|---|---|---|---|---|---|---|---|---|---|---|---|', ...lines].join('\n');
+  return [header, '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|', ...lines].join('\n');
 }
 
 const rows: Row[] = [];
+const loadBefore = loadavg()[0];
 for (const mode of MODES) rows.push(...(await measure(mode)));
 console.log(
   `${PODS} pods, one client, limit ${LIMIT} (fixed window of a week); ${requests} requests, ` +
     `${concurrency} in flight, while Redis is killed (then restarted) and while it is frozen ` +
     `${STALL_MS / 1000} s; timeout 100 ms, breaker on (opens after 3 silent decisions, closes on its background probe's first answer); ` +
-    `'local' with instances ${PODS}.\n`,
+    `'local' with instances ${PODS}. Load average ${loadBefore.toFixed(1)} before, ${loadavg()[0].toFixed(1)} after.\n`,
 );
 console.log(formatTable(rows));

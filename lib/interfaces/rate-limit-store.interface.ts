@@ -104,6 +104,13 @@ export interface RateLimitStore {
    */
   nodeOf?(keys: readonly string[]): string | undefined;
   /**
+   * Optional, with nodeOf: the clock of the one node named as nodeOf names it, epoch ms
+   * (Redis TIME of that master). While a node's circuit breaker is open the limiter asks it
+   * in the background, and its first answer closes the breaker; without it, requests for
+   * the node's keys probe it, one every `halfOpenAfter`.
+   */
+  nodeTime?(node: string): Promise<number>;
+  /**
    * Optional: the store's real clock now, epoch ms (Redis TIME), by which `wantedUntil` is
    * judged. The limiter samples it every few seconds to learn the store's offset from this
    * process; a store without it gets no `wantedUntil`.

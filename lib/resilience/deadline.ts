@@ -3,12 +3,6 @@ export class DeadlineExceededError extends Error {
   override readonly name = 'DeadlineExceededError';
 }
 
-/**
- * A check later than this share of the timeout finds the process too busy to judge the store,
- * and checks again this share of the timeout later.
- */
-export const LATE_CHECK_SHARE = 0.25;
-
 /** The span over which the slowest recent answers are remembered, in ms. */
 const LATENCY_SPAN_MS = 1_000;
 
@@ -123,17 +117,21 @@ export class SilenceDetector {
   private first: WaitingCall<unknown, unknown> | undefined;
   private last: WaitingCall<unknown, unknown> | undefined;
   private timer: NodeJS.Timeout | undefined;
-  /** When the timer fires (monotonic ms); Infinity while none is set. */
+  /** When the timer fires (monotonic ms); Infinity while none is set, -Infinity while a check is queued. */
   private timerAt = Infinity;
+  /**
+   * When the queued check was queued. Every answer that had reached the socket by then is
+   * read before the check runs (see `look`): up to that instant, and not beyond, the check
+   * knows exactly whether the store was silent, however late this process ran.
+   */
+  private lookedAt = -Infinity;
   private readonly fire = (): void => {
     this.timer = undefined;
-    this.timerAt = Infinity;
-    // When a timer fires, answers may already be waiting in the socket: a busy event loop
-    // runs timers before it reads I/O. setImmediate lets that read happen first.
-    setImmediate(this.checkDue);
+    this.look();
   };
   private readonly checkDue = (): void => {
     const now = performance.now();
+    this.timerAt = Infinity;
     let earliest = Infinity;
     for (let waiting = this.first; waiting;) {
       const next = waiting.next;
@@ -142,7 +140,11 @@ export class SilenceDetector {
       if (waiting.due < earliest && this.isWaiting(waiting)) earliest = waiting.due;
       waiting = next;
     }
-    this.wakeAt(earliest);
+    // Due already (its silence reached the timeout while this check was queued): checked
+    // again after the next turn's I/O, not a timer later. Queued from here, the check phase,
+    // a check runs after a poll that began later; queued from I/O it would not.
+    if (earliest <= performance.now()) this.look();
+    else this.wakeAt(earliest);
   };
 
   /**
@@ -193,19 +195,19 @@ export class SilenceDetector {
     } else if (took > span.third) span.third = took;
   }
 
-  /** How long the store has gone without answering since `batch` went out, in ms. */
-  silentFor(batch: SendBatch): number {
-    return performance.now() - Math.max(this.lastAnswerAt, batch.sentAt);
+  /** How long the store had gone without answering since `batch` went out, at `at` (ms). */
+  silentFor(batch: SendBatch, at = performance.now()): number {
+    return at - Math.max(this.lastAnswerAt, batch.sentAt);
   }
 
   /**
-   * Settles with `work`, or fails once the store is silent for `timeout` ms (as seen by a
-   * check that ran on time), or once `maxWait` ms have passed; never before `wantedFor` ms
-   * (at least `timeout`), the time until which the answer is wanted. While answers keep
-   * arriving, or while this process is too late to judge (its own check ran late), the
-   * request waits on, so an overloaded pod does not mistake its own lag, or the whole
-   * machine's, for a failed store. This is the limiter's own deadline, whatever retry or
-   * offline-queue settings the Redis client was given. Time counts from `startedAt`.
+   * Settles with `work`, or fails once the store is silent for `timeout` ms (see `check`),
+   * or once `maxWait` ms have passed; never before `wantedFor` ms, the time until which the
+   * answer is wanted. While answers keep arriving the request waits on, so an overloaded pod
+   * does not mistake its own lag for a failed store: silence counts only up to an instant
+   * by which every answer that came has been read. This is the limiter's own deadline,
+   * whatever retry or offline-queue settings the Redis client was given. Time counts from
+   * `startedAt`.
    *
    * `onAnswer` and `onFailure` (a DeadlineExceededError, or the store's own error) work as
    * `then` on the result would, without the promise a `then` adds.
@@ -243,20 +245,21 @@ export class SilenceDetector {
   }
 
   /**
-   * A check at its due time: the request fails if the store has been silent for its timeout
-   * and this check ran on time, or if maxWait has passed; else it is checked again later.
+   * A check at its due time: the request fails if the store was silent for its timeout up to
+   * when this check was queued (`lookedAt`), or if maxWait has passed; else it is checked
+   * again when that silence would reach the timeout. Silence is judged only up to
+   * `lookedAt`: an answer that reached the socket by then, while this process was busy or
+   * descheduled, has been read, so this process's lag is never taken for the store's, and a
+   * check that ran late judges as one on time.
    */
   private check(waiting: WaitingCall<unknown, unknown>, now: number): void {
     const { startedAt, timeout, maxWait } = waiting;
     const waited = now - startedAt;
-    const silence = this.silentFor(waiting.batch!);
-    const grace = timeout * LATE_CHECK_SHARE;
-    if (waited < maxWait && (silence < timeout || now - waiting.due > grace)) {
-      // Not silent: checked again when it would be. Or this check ran late: then the machine
-      // was too busy to judge the store by its silence, and a check on time, a moment later,
-      // judges it. Not a whole deadline later: answers that came meanwhile were read before
-      // this check (see `fire`), and a stalled store would cost a decision a deadline more.
-      waiting.due = now + Math.min(silence < timeout ? timeout - silence : grace, maxWait - waited);
+    const silence = this.silentFor(waiting.batch!, this.lookedAt);
+    if (waited < maxWait && silence < timeout) {
+      // A batch not yet on the wire is silent from no sooner than now.
+      const silentSince = Math.min(this.lookedAt - silence, now);
+      waiting.due = Math.min(silentSince + timeout, startedAt + maxWait);
       return;
     }
     this.unwatch(waiting);
@@ -302,13 +305,27 @@ export class SilenceDetector {
 
   /** Makes sure the timer fires by `at`, not before (monotonic ms); Infinity: no need. */
   private wakeAt(at: number): void {
-    // Infinity (no need) is never below timerAt, so it returns here too.
+    // Infinity (no need) is never below timerAt, nor anything while a check is queued (it
+    // sets the next timer), so it returns here too.
     if (at >= this.timerAt) return;
     if (this.timer) clearTimeout(this.timer);
     this.timerAt = at;
     // A timer counts from the event loop's cached clock, which may be a millisecond behind:
     // rounding up keeps a check from running before it is due.
     this.timer = setTimeout(this.fire, Math.max(1, Math.ceil(at - performance.now())));
+  }
+
+  /**
+   * Queues a check, from a timer or from a check: answers may be waiting in the socket
+   * already, and an immediate queued in the timers or the check phase runs after a poll for
+   * I/O that began later, so every answer that had come by now is read when it runs.
+   */
+  private look(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = -Infinity;
+    this.lookedAt = performance.now();
+    setImmediate(this.checkDue);
   }
 }
 

@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { type BreakerPass, CircuitBreaker, CircuitOpenError } from './circuit-breaker.js';
-import { NodeBreakers } from './node-breakers.js';
+import { type StoreNode, StoreNodes } from './store-nodes.js';
 import { DeadlineExceededError, SilenceDetector, WaitingCall } from './deadline.js';
 import { LocalFallback } from './local-fallback.js';
 import { RateLimitUnavailableException, retryAfterSeconds } from '../rate-limit.exceptions.js';
@@ -26,18 +26,9 @@ export type ResilientStoreOptions = Pick<
  * wanted past its deadline (`wantedUntil`): on a loaded machine latency swings widely, and a
  * script that starts after its wantedUntil must be asked again, which a loaded machine can
  * least afford (capped at 40 ms, overloaded pods failed open: docs/failure-modes.md). A
- * silent store is waited on no longer than SILENCE_MARGIN_MS of it.
+ * silent store is not waited on past the deadline (see Attempt).
  */
 const LATENCY_MARGIN = 4;
-
-/**
- * At most this long past the deadline a silent store is waited on, whatever wantedFor: a
- * fault then costs a decision no more than the deadline plus this (the issue's bound: plus
- * 50 ms, with room for the pod's own lag). Measured (docs/failure-modes.md): given up on at
- * the deadline itself, overloaded pods whose event loops were blocked 300 ms each second
- * (bench:race) failed open on 156 of 3,000 requests; at 40 ms past it, 0 and 25; at 25 ms, 0.
- */
-export const SILENCE_MARGIN_MS = 25;
 
 /**
  * Turns the store's decision on `request` into the caller's answer: the request travels
@@ -52,13 +43,13 @@ type Finish<Q extends DecideRequest, R> = (decision: StoreDecision, request: Q) 
  * answers.
  */
 export class ResilientStore {
-  private readonly silence = new SilenceDetector();
   private lastFailure = '';
   /** Set by close(): no probe starts after it. */
   private closed = false;
-  private readonly breaker: CircuitBreaker | undefined;
-  /** For a store of several nodes: their breakers, the store's for requests on no one node. */
-  private readonly nodeBreakers: NodeBreakers | undefined;
+  /** The whole store: a single node, or requests on no one node of a store of several. */
+  private readonly whole: StoreNode;
+  /** For a store of several nodes: each one's silence and breaker. */
+  private readonly nodes: StoreNodes | undefined;
   private readonly local: LocalFallback | undefined;
   /** Set when the store can tell its time: then decisions carry `wantedUntil`. */
   private readonly clock: StoreClock | undefined;
@@ -72,19 +63,27 @@ export class ResilientStore {
     private readonly logger: Logger,
   ) {
     const { breaker, instances } = options;
-    this.breaker =
-      breaker &&
-      new CircuitBreaker(breaker, (open) => {
-        this.reportBreaker(open);
-        if (open) this.probeWhileOpen();
-      });
-    this.nodeBreakers =
-      breaker && store.nodeOf && new NodeBreakers(breaker, options.failureMode, logger);
+    this.whole = {
+      silence: new SilenceDetector(),
+      breaker:
+        breaker &&
+        new CircuitBreaker(breaker, (open) => {
+          this.reportBreaker(open);
+          if (!open || !store.time) return;
+          this.probeWhileOpen(this.whole, () => callStore(store, store.time!, undefined));
+        }),
+    };
+    const probeNode =
+      store.nodeTime &&
+      ((name: string, node: StoreNode) =>
+        this.probeWhileOpen(node, () => callStore(store, store.nodeTime!, name)));
+    this.nodes = store.nodeOf && new StoreNodes(breaker, options.failureMode, logger, probeNode);
     this.local = instances === undefined ? undefined : new LocalFallback(instances);
     this.clock = store.time && new StoreClock(() => store.time!());
     // A connection that takes commands again ends the outage for the breaker at once: no
     // request waits for a probe's answer (or, without time(), for halfOpenAfter).
-    this.stopReadyListener = this.breaker && store.onReady?.(() => this.breaker!.succeeded());
+    const wholeBreaker = this.whole.breaker;
+    this.stopReadyListener = wholeBreaker && store.onReady?.(() => wholeBreaker.succeeded());
     const local =
       instances === undefined
         ? ''
@@ -111,10 +110,10 @@ export class ResilientStore {
   async reset(keys: readonly string[]): Promise<void> {
     await this.local?.reset(keys);
     const askedAt = performance.now();
-    const pass = this.breaker?.pass() ?? 'closed';
+    const pass = this.whole.breaker?.pass() ?? 'closed';
     if (pass === 'refused') throw this.unavailable(this.refused(askedAt));
     const { timeout, maxWait } = this.options;
-    await this.silence.withDeadline(
+    await this.whole.silence.withDeadline(
       callStore(this.store, this.store.reset, keys),
       { wantedFor: timeout, timeout, maxWait },
       askedAt,
@@ -136,8 +135,8 @@ export class ResilientStore {
    * One try at a decision. It is wanted until `wantedFor` ms from now: the deadline plus a
    * margin over how long answers have lately taken (long only on a busy process or machine),
    * within maxWait; the store, told so as `wantedUntil`, charges nothing after then. A store
-   * silent for the whole deadline is given up on SILENCE_MARGIN_MS after it, even before
-   * then. Should the store answer such a call within the margin after all, it charges a
+   * silent for the whole deadline is given up on then, even before wantedFor. Should the
+   * store answer such a call within the margin after all, it charges a
    * request the failure mode answered: one it admitted ('open', 'local') or refused
    * ('closed'), never one more than the limit allows. A failure goes to the local fallback,
    * if any.
@@ -148,11 +147,11 @@ export class ResilientStore {
     maxWait: number,
     finish: Finish<Q, R>,
   ): Promise<R> {
-    const breaker = this.breakerFor(request.keys);
+    const { silence, breaker } = this.nodeFor(request.keys);
     const pass = breaker?.pass() ?? 'closed';
     if (pass === 'refused') return this.fail(request, this.refused(askedAt), finish);
     const { timeout } = this.options;
-    const wantedFor = Math.min(maxWait, timeout + LATENCY_MARGIN * this.silence.recentLatency());
+    const wantedFor = Math.min(maxWait, timeout + LATENCY_MARGIN * silence.recentLatency());
     const wantedUntil = this.clock?.at(askedAt + wantedFor, askedAt);
     // Written out: a spread that adds a property costs about a microsecond per decision.
     const asked: DecideRequest =
@@ -168,7 +167,7 @@ export class ResilientStore {
             wantedUntil,
             lease: request.lease,
           };
-    return this.silence.wait(
+    return silence.wait(
       callStore(this.store, this.store.decide, asked),
       new Attempt(this, request, askedAt, wantedFor, timeout, maxWait, breaker, pass, finish),
     );
@@ -236,13 +235,13 @@ export class ResilientStore {
     return error;
   }
 
-  /** The breaker of the node that decides on `keys`, or the store's. */
-  private breakerFor(keys: readonly string[]): CircuitBreaker | undefined {
-    const node = this.nodeBreakers && this.store.nodeOf!(keys);
-    return node === undefined ? this.breaker : this.nodeBreakers!.for(node);
+  /** The node that decides on `keys`, or the whole store. */
+  private nodeFor(keys: readonly string[]): StoreNode {
+    const name = this.nodes && this.store.nodeOf!(keys);
+    return name === undefined ? this.whole : this.nodes!.for(name);
   }
 
-  private succeeded(askedAt: number, breaker = this.breaker): void {
+  private succeeded(askedAt: number, breaker = this.whole.breaker): void {
     this.options.metrics?.storeAnswered(askedAt);
     this.outage.answered();
     breaker?.succeeded();
@@ -254,7 +253,12 @@ export class ResilientStore {
    * open breaker as a success would. Requests then fail fast on their own until the store
    * decides again, and decide on it the moment it does.
    */
-  private failed(error: unknown, pass: BreakerPass, askedAt: number, breaker = this.breaker): void {
+  private failed(
+    error: unknown,
+    pass: BreakerPass,
+    askedAt: number,
+    breaker = this.whole.breaker,
+  ): void {
     this.options.metrics?.storeFailed(failureKind(error), askedAt);
     this.lastFailure = error instanceof Error ? error.message : String(error);
     this.outage.failed(error);
@@ -263,23 +267,25 @@ export class ResilientStore {
   }
 
   /**
-   * While the breaker is open, asks the store its time, one call at a time, so that the first
-   * answer after a stall closes the breaker at once instead of at the next request's probe
-   * (up to halfOpenAfter later). A call that times out has waited a whole deadline: the next
-   * goes at once. Stores without time() are probed by requests only.
+   * While `node`'s breaker is open, asks it something cheap (`ask`: its time; a synchronous
+   * throw comes as a rejection), one call at a
+   * time, so that the first answer after a stall closes the breaker at once instead of at
+   * the next request's probe (up to halfOpenAfter later). A call that times out has waited a
+   * whole deadline: the next goes at once. Stores without time() (nodeTime() for a node) are
+   * probed by requests only.
    */
-  private probeWhileOpen(): void {
-    const { store, breaker } = this;
-    if (!store.time || !breaker?.isOpen || this.closed) return;
+  private probeWhileOpen(node: StoreNode, ask: () => Promise<unknown>): void {
+    const { silence, breaker } = node;
+    if (!breaker?.isOpen || this.closed) return;
     const { timeout } = this.options;
     const askedAt = performance.now();
-    void this.silence.withDeadline(
-      callStore(store, store.time, undefined),
+    void silence.withDeadline(
+      ask(),
       { wantedFor: timeout, timeout, maxWait: timeout },
       askedAt,
       () => breaker.succeeded(),
       (error: unknown) => {
-        if (error instanceof DeadlineExceededError) this.probeWhileOpen();
+        if (error instanceof DeadlineExceededError) this.probeWhileOpen(node, ask);
         else breaker.succeeded();
       },
     );
@@ -344,8 +350,10 @@ class Attempt<Q extends DecideRequest, R> extends WaitingCall<StoreDecision, R> 
     readonly pass: BreakerPass,
     readonly finish: Finish<Q, R>,
   ) {
-    // First checked at most SILENCE_MARGIN_MS past the deadline, not at wantedFor: see attempt().
-    super(askedAt, Math.min(wantedFor, timeout + SILENCE_MARGIN_MS), timeout, maxWait);
+    // First checked at the deadline, not at wantedFor: the silence a check judges is exact
+    // however late this process runs (SilenceDetector.check), so a silent store costs a
+    // decision the deadline and this process's own lag, not the latency margin.
+    super(askedAt, timeout, timeout, maxWait);
   }
 
   answered(decision: StoreDecision): R | Promise<R> {

@@ -4,7 +4,11 @@ import { type AcceptanceWatch, watchAcceptance } from '../support/pods/acceptanc
 import type { PodConfig } from '../support/pods/pod-config.js';
 import { routePath } from '../support/pods/pod-config.js';
 import { type PodFleet, startPodFleet } from '../support/pods/pod-fleet.js';
-import type { PodRequestRecord, PodStall } from '../support/pods/request-log.js';
+import {
+  type PodRequestRecord,
+  type PodStall,
+  unscheduledWithin,
+} from '../support/pods/request-log.js';
 import { type RedisServer, sendRawCommand, startRedisServer } from '../support/redis-server.js';
 import { type LoadSample, percentile, startSteadyLoad } from '../support/steady-load.js';
 import { watchTimerLateness } from '../support/timer-lateness.js';
@@ -240,11 +244,7 @@ const isChaos = (record: PodRequestRecord) => record.path === routePath('chaos')
  * the pod can make up for, and the only thing the bounds below allow beyond the issue's.
  */
 const unscheduled = (run: Run, pod: number, from: number, to: number) =>
-  run.stalls[pod].reduce((sum, stall) => {
-    // A stall's share that lies within [from, to].
-    const within = Math.min(to, stall.to) - Math.max(from, stall.from);
-    return within <= 0 ? sum : sum + (stall.unscheduledMs * within) / (stall.to - stall.from);
-  }, 0);
+  unscheduledWithin(run.stalls[pod], from, to);
 
 /**
  * Whether `at` lies near a span in which Redis accepted nothing outside the faults (the

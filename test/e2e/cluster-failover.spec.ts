@@ -1,6 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { watchAcceptance } from '../support/pods/acceptance-watch.js';
 import { routePath, WEEK_MS } from '../support/pods/pod-config.js';
 import { type PodFleet, startPodFleet } from '../support/pods/pod-fleet.js';
+import { type PodRequestLog, unscheduledWithin } from '../support/pods/request-log.js';
 import { holdPort } from '../support/free-port.js';
 import { type RedisClusterHandle, startRedisCluster } from '../support/redis-cluster.js';
 import { type RedisServer, sendRawCommand } from '../support/redis-server.js';
@@ -18,6 +20,12 @@ const STALL_MS = 3_000;
 const TIMEOUT_MS = 100;
 /** Requests a client on the stalled master has in flight at once, per pod. */
 const BURST = 30;
+/** #19: every answer during a fault within the deadline plus this, in the pod. */
+const ANSWER_MARGIN_MS = 50;
+/** #19: each pod's first decision on Redis at most this long after it accepts commands. */
+const RECOVERY_MS = 100;
+/** Around the stall's end, a probe request to each pod this often on the stalled master. */
+const PROBE_EVERY_MS = 10;
 /** Clients whose keys live on each master (by index into cluster.servers). */
 const CLIENTS_PER_MASTER = [3, 3, 3];
 /**
@@ -104,6 +112,7 @@ describe('Redis Cluster failover under load', () => {
       prefix,
       failureMode: 'open' as const,
       decisionTimeoutMs: TIMEOUT_MS,
+      requestLog: true,
       routes: {
         // A budget per failover, so that each starts with every client under its limit.
         first: { algorithm: 'fixed-window' as const, limit: LIMIT, windowMs: WEEK_MS },
@@ -249,11 +258,28 @@ describe('Redis Cluster failover under load', () => {
   }, 40_000);
 
   it("leaves decisions on the other masters' keys to them while one master is stalled", async () => {
-    // A stall longer than cluster-node-timeout would fail the master over instead.
-    const live = [cluster.servers[1], ...cluster.replicas];
-    await configSet(live, 'cluster-node-timeout', '60000');
+    // A stall longer than cluster-node-timeout would fail the master over instead, or (on
+    // the masters that judge it) take the cluster down; the killed masters refuse this.
+    await Promise.allSettled(
+      [...cluster.servers, ...cluster.replicas].map(({ port }) =>
+        sendRawCommand(port, ['CONFIG', 'SET', 'cluster-node-timeout', '60000']),
+      ),
+    );
     const stalled = cluster.servers[1];
-    const [{ key: burstKey }] = await keysPerMaster(cluster, [0, 1, 0], 'burst', stalled);
+    const [{ key: burstKey }, { key: probeKey }] = await keysPerMaster(
+      cluster,
+      [0, 2, 0],
+      'burst',
+      stalled,
+    );
+    // A client of its own tells when the stalled master accepts commands again.
+    const watch = await watchAcceptance(stalled.port, `{${burstKey}}:acceptance`);
+    const stalledClients = new Set([
+      burstKey,
+      probeKey,
+      ...clients.filter((c) => c.master === 1).map((c) => c.key),
+    ]);
+    await Promise.all(fleets.map((fleet) => fleet.requestLogs()));
     const running = load('roomy');
     await sleep(1_000);
     const stalledAt = Date.now();
@@ -268,10 +294,22 @@ describe('Redis Cluster failover under load', () => {
         ),
       ),
     );
-    // Decisions sent during the stall wait maxWait at most: let them all end.
-    await sleep(STALL_MS + 2_500);
-    const samples = await running.stop();
+    // Probes on the stalled master around its end, so each pod's return to it is seen.
+    await sleep(STALL_MS - 300);
+    const probe = startSteadyLoad(
+      fleets.map(({ ports: [port] }) => `http://127.0.0.1:${port}${routePath('roomy')}`),
+      [{ key: probeKey, perSecond: (fleets.length * 1_000) / PROBE_EVERY_MS }],
+    );
+    await sleep(1_000);
+    const probes = await probe.stop();
+    await sleep(1_000);
+    const samples = [...(await running.stop()), ...probes];
     const burstStatuses = await burst;
+    watch.stop();
+    const back = watch.changes.find((c) => c.accepting && c.at > stalledAt + STALL_MS / 2)!.at;
+    const logs: PodRequestLog[] = (
+      await Promise.all(fleets.map((fleet) => fleet.requestLogs()))
+    ).flat();
 
     const during = (s: LoadSample) => s.sentAt >= stalledAt && s.sentAt < stalledAt + STALL_MS;
     const before = (s: LoadSample) => s.sentAt < stalledAt;
@@ -282,8 +320,34 @@ describe('Redis Cluster failover under load', () => {
     // Refused by an open breaker: a decision given up on by the deadline takes its timeout.
     const refused = (samples: readonly LoadSample[]) =>
       samples.filter((s) => failedOpen(s) && latency(s) < TIMEOUT_MS);
+    // In each pod, less what of it the machine left the pod unscheduled: the stalled
+    // master's answers while it was stalled, and its first decision on it once back.
+    const stalledAnswers = logs.flatMap(({ records, stalls }) =>
+      records
+        .filter(
+          (r) => stalledClients.has(r.client) && r.answeredAt >= stalledAt && r.receivedAt < back,
+        )
+        .map((r) => ({
+          ms: r.answeredAt - r.receivedAt,
+          unscheduledMs: unscheduledWithin(stalls, r.receivedAt, r.answeredAt),
+        })),
+    );
+    const recoveries = logs.map(({ records, stalls }) => {
+      const first = Math.min(
+        ...records
+          .filter((r) => stalledClients.has(r.client) && (r.decisionEndedAt ?? 0) >= back)
+          .map((r) => r.decisionEndedAt!),
+      );
+      return { ms: first - back, unscheduledMs: unscheduledWithin(stalls, back, first) };
+    });
+    const scheduled = ({ ms, unscheduledMs }: { ms: number; unscheduledMs: number }) =>
+      ms - unscheduledMs;
+    const slowest = stalledAnswers.reduce((a, b) => (scheduled(b) > scheduled(a) ? b : a));
+    const rawMs = stalledAnswers.map(({ ms }) => ms);
     console.log(
       `cluster stalled master (${STALL_MS} ms SIGSTOP): its keys failed open ${onStalled.filter(failedOpen).length} of ${onStalled.length}, ${refused(onStalled).length} of them at once (${describeLatency(onStalled)}); ` +
+        `in the pods its answers took p99 ${percentile(rawMs, 99)} ms, max ${Math.max(...rawMs)} ms (the slowest once unscheduled time is taken off: ${slowest.ms} ms, ${slowest.unscheduledMs.toFixed(0)} unscheduled); ` +
+        `decided on it again ${recoveries.map((r) => `${r.ms} ms (${r.unscheduledMs.toFixed(0)} unscheduled)`).join(', ')} after it accepted commands; ` +
         `the other masters' keys failed open ${healthyDuring.filter(failedOpen).length} of ${healthyDuring.length}, ${refused(healthyDuring).length} of them at once (${describeLatency(healthyDuring)}), ` +
         `before the stall ${healthyBefore.filter(failedOpen).length} of ${healthyBefore.length} (${describeLatency(healthyBefore)})`,
     );
@@ -300,5 +364,9 @@ describe('Redis Cluster failover under load', () => {
     // in a row (41-46% of these failed open): only decisions later than the deadline on a
     // loaded machine may.
     expect(healthyDuring.filter(failedOpen).length / healthyDuring.length).toBeLessThan(0.1);
+    // The stalled master's own silence fails its decisions at the deadline (the others'
+    // answers are no sign of its life), and its breaker's probe hears it the moment it is back.
+    expect(scheduled(slowest)).toBeLessThanOrEqual(TIMEOUT_MS + ANSWER_MARGIN_MS);
+    for (const recovery of recoveries) expect(scheduled(recovery)).toBeLessThanOrEqual(RECOVERY_MS);
   }, 30_000);
 });

@@ -198,6 +198,12 @@ export class RedisStore implements RateLimitStore {
     return this.port.masterOf(hashSlot(hashTag(keys[0])));
   }
 
+  /** On a Cluster, Redis TIME in whole ms of the master `node` (as nodeOf names it). */
+  nodeTime(node: string): Promise<number> {
+    this.assertConnected();
+    return this.port.masterTime(node);
+  }
+
   /** The client's own 'ready': the connection (a Cluster: the cluster) takes commands again. */
   onReady(listener: () => void): () => void {
     return this.port.onReady(listener);

@@ -16,12 +16,13 @@ export interface AcceptanceWatch {
 
 /**
  * Watches, from a child process of its own (redis-acceptance-watch.ts), when the Redis on
- * `port` accepts commands: an independent client, unaffected by this process's load.
- * Resolves once Redis has first accepted one.
+ * `port` accepts commands: an independent client, unaffected by this process's load. It
+ * writes `key` (on a Cluster node, one of the node's slots). Resolves once Redis has first
+ * accepted one.
  */
-export async function watchAcceptance(port: number): Promise<AcceptanceWatch> {
+export async function watchAcceptance(port: number, key?: string): Promise<AcceptanceWatch> {
   const script = compiledPodFile('redis-acceptance-watch.js');
-  const child = spawn(process.execPath, [script, String(port)], {
+  const child = spawn(process.execPath, [script, String(port), ...(key ? [key] : [])], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const changes: AcceptanceChange[] = [];

@@ -7,13 +7,14 @@
  * ms>}`: for `true` when the first good reply arrived, for `false` when the first failure
  * did, or when a command had gone POLL_EVERY_MS * 10 without a reply. Its own process, so
  * that neither a test's load nor its event loop delays the readings. Exits when its stdin
- * closes. Started by watchAcceptance (acceptance-watch.ts) with the port as argument.
+ * closes. Started by watchAcceptance (acceptance-watch.ts) with the port as argument, and
+ * the key to write (one of the watched node's slots, on a Cluster) if not KEY.
  */
 import { connect, type Socket } from 'node:net';
 
 const POLL_EVERY_MS = 2;
 const SILENT_AFTER_MS = POLL_EVERY_MS * 10;
-const KEY = 'acceptance-watch';
+const KEY = process.argv[3] ?? 'acceptance-watch';
 const SCRIPT = "return redis.call('SET', KEYS[1], '1')";
 const COMMAND = ['EVAL', SCRIPT, '1', KEY]
   .reduce((resp, arg) => `${resp}$${Buffer.byteLength(arg)}\r\n${arg}\r\n`, '*4\r\n')

@@ -32,6 +32,18 @@ export interface PodRequestLog {
   readonly stalls: PodStall[];
 }
 
+/**
+ * How long the machine left a pod unscheduled within [from, to] (epoch ms), from its
+ * `stalls`: what no code in the pod can make up for.
+ */
+export function unscheduledWithin(stalls: readonly PodStall[], from: number, to: number): number {
+  return stalls.reduce((sum, stall) => {
+    // A stall's share that lies within [from, to].
+    const within = Math.min(to, stall.to) - Math.max(from, stall.from);
+    return within <= 0 ? sum : sum + (stall.unscheduledMs * within) / (stall.to - stall.from);
+  }, 0);
+}
+
 const TICK_MS = 2;
 const STALL_AFTER_MS = 5;
 

@@ -41,7 +41,16 @@ export class IoredisPort implements RedisClientPort {
   masterTimes(): Promise<number[]> {
     const { client } = this;
     const nodes = isCluster(client) ? client.nodes('master') : [client];
-    return Promise.all(nodes.map(async (node) => timeMs(await node.time())));
+    return Promise.all(nodes.map(timeOf));
+  }
+
+  masterTime(node: string): Promise<number> {
+    const { client } = this;
+    if (!isCluster(client)) return timeOf(client);
+    const master = client
+      .nodes('master')
+      .find(({ options }) => `${options.host}:${options.port}` === node);
+    return master ? timeOf(master) : Promise.reject(new Error(`no Redis Cluster master ${node}`));
   }
 
   onReady(listener: () => void): () => void {
@@ -78,3 +87,4 @@ export class IoredisPort implements RedisClientPort {
 }
 
 const isCluster = (client: Redis | Cluster): client is Cluster => client.isCluster;
+const timeOf = async (node: Redis): Promise<number> => timeMs(await node.time());

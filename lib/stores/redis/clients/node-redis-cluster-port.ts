@@ -76,12 +76,19 @@ export class NodeRedisClusterPort implements RedisClientPort {
   }
 
   masterTimes(): Promise<number[]> {
-    return Promise.all(
-      this.cluster.masters.map(async (master) => {
-        const client = await this.cluster.nodeClient(master);
-        return timeMs((await client.sendCommand(['TIME'], STORE_COMMAND_OPTIONS)) as string[]);
-      }),
-    );
+    return Promise.all(this.cluster.masters.map((master) => this.timeOf(master)));
+  }
+
+  masterTime(node: string): Promise<number> {
+    const master = this.cluster.masters.find(({ host, port }) => `${host}:${port}` === node);
+    return master
+      ? this.timeOf(master)
+      : Promise.reject(new Error(`no Redis Cluster master ${node}`));
+  }
+
+  private async timeOf(master: MasterNode): Promise<number> {
+    const client = await this.cluster.nodeClient(master);
+    return timeMs((await client.sendCommand(['TIME'], STORE_COMMAND_OPTIONS)) as string[]);
   }
 
   /** The Cluster's first connection ('connect'), and each node's ('node-ready'). */

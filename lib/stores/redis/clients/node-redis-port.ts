@@ -62,7 +62,11 @@ export class NodeRedisPort implements RedisClientPort {
   }
 
   async masterTimes(): Promise<number[]> {
-    return [timeMs((await this.client.sendCommand(['TIME'], STORE_COMMAND_OPTIONS)) as string[])];
+    return [await this.masterTime()];
+  }
+
+  async masterTime(): Promise<number> {
+    return timeMs((await this.client.sendCommand(['TIME'], STORE_COMMAND_OPTIONS)) as string[]);
   }
 
   onReady(listener: () => void): () => void {

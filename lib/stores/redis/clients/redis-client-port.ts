@@ -30,6 +30,11 @@ export interface RedisClientPort {
   masterOf(slot: number): string | undefined;
   /** Redis TIME in whole ms, of the server or of each Cluster master. */
   masterTimes(): Promise<number[]>;
+  /**
+   * Redis TIME in whole ms of the Cluster master at `node` (host:port, as masterOf names
+   * it), on the connection its slots' commands take; of the server on a single Redis.
+   */
+  masterTime(node: string): Promise<number>;
   /** Calls `listener` whenever a connection (to any node) becomes ready; returns the undo. */
   onReady(listener: () => void): () => void;
   /** Calls `listener` with each error the client reports; returns the undo. */
