@@ -129,8 +129,9 @@ try {
     const policies = resolvePolicies(asPolicies, { label, defaultScope: 'global' });
     const keysOf = (i: number) => policies.map((policy) => `rl:{client-${i}}${policy.keySuffix}`);
     // As the library sends it for these policies at their own costs (1): values and costs
-    // written into the script; a lone fixed window in the opening the store picks (written
-    // first on a key it has not seen, charged first on one it has: ChargedKeys).
+    // written into the script; a lone fixed window in the opening the store settles on for
+    // each population (written first on fresh keys, charged first on keys present:
+    // WindowOpening).
     const [written, charged] = await Promise.all(
       [true, false].map((writtenFirst) =>
         client.script(

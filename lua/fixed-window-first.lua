@@ -1,7 +1,8 @@
 -- A route whose one policy is a fixed window without a block, consumed on Redis TIME: decided
 -- at the top of the script, before any function is made, in one of two openings the store
--- picks by what it saw of the key (lib/stores/redis/charged-keys.ts); both give the same
--- reply, state and expiry as each other and as the step (test/stores/redis/script-shortcuts.spec.ts).
+-- picks by what the route's recent decisions found (lib/stores/redis/window-opening.ts); both
+-- give the same reply, state and expiry as each other and as the step
+-- (test/stores/redis/script-shortcuts.spec.ts).
 -- Charged first (`written_first` false), for a key already in its window, the common case (a
 --   client making many requests): one call, INCRBY, where the step would GET and INCRBY.
 --   What INCRBY answers tells the rest: a count equal to the cost means the key was absent

@@ -16,9 +16,9 @@ import {
 import type { RedisClientLike } from '../../interfaces/redis-client.interface.js';
 import { clientPortOf } from './clients/client-port.js';
 import type { RedisClientPort } from './clients/redis-client-port.js';
-import { ChargedKeys } from './charged-keys.js';
 import { hashSlot } from './hash-slot.js';
 import { LeaseScripts } from './lease-scripts.js';
+import { WindowOpening } from './window-opening.js';
 import type {
   DecideRequest,
   DecisionMode,
@@ -59,6 +59,8 @@ interface DecideScript {
   readonly keyCount: string;
   /** Sent with EVAL on the current connection, so that server has it cached. */
   loaded: boolean;
+  /** A lone fixed window's, consumed on Redis TIME: which opening to send (WindowOpening). */
+  readonly opening: WindowOpening<DecideScript> | undefined;
 }
 
 /**
@@ -88,17 +90,8 @@ export class RedisStore implements RateLimitStore {
     policies: readonly ResolvedPolicy[];
     variant: ScriptVariant;
     staticCosts: boolean;
-    writtenFirst: boolean;
     script: DecideScript | undefined;
-  } = {
-    policies: [],
-    variant: 'consume',
-    staticCosts: true,
-    writtenFirst: false,
-    script: undefined,
-  };
-  /** Which opening a lone fixed window's script takes (lua/fixed-window-first.lua). */
-  private readonly charged = new ChargedKeys();
+  } = { policies: [], variant: 'consume', staticCosts: true, script: undefined };
   private scriptsWithLiterals = 0;
   private readonly isCluster: boolean;
   private readonly port: RedisClientPort;
@@ -149,7 +142,10 @@ export class RedisStore implements RateLimitStore {
    */
   private readonly forgetLoadedScripts = (): void => {
     for (const scripts of Object.values(this.scripts)) {
-      for (const script of scripts.values()) script.loaded = false;
+      for (const script of scripts.values()) {
+        script.loaded = false;
+        if (script.opening?.written) script.opening.written.loaded = false;
+      }
     }
     this.leases.forgetLoaded();
   };
@@ -224,17 +220,19 @@ export class RedisStore implements RateLimitStore {
   /** One atomic EVALSHA deciding every policy of `request` (all its keys in one slot). */
   private runScript(request: DecideRequest, mode: ScriptMode): Promise<StoreDecision> {
     const variant = variantFor(request, mode);
-    const loneWindow = variant === 'consume' && isLoneFixedWindow(request.policies);
-    const key = request.keys[0];
-    const script = this.scriptFor(request, variant, loneWindow && !this.charged.has(key));
-    const toDecision = loneWindow
-      ? (reply: unknown) => {
-          const decision = parseReply(reply as ScriptReply);
-          const resetMs = decision.verdicts[0]?.resetMs;
-          if (resetMs > 0) this.charged.note(key, resetMs);
-          return decision;
-        }
-      : (reply: unknown) => parseReply(reply as ScriptReply);
+    let script = this.scriptFor(request, variant);
+    let toDecision = (reply: unknown) => parseReply(reply as ScriptReply);
+    const { opening } = script;
+    if (opening !== undefined) {
+      if (opening.writesFirst) script = opening.written ??= this.writtenFirst(script, request);
+      const limit = request.policies[0].limit;
+      const cost = request.costs[0];
+      toDecision = (reply: unknown) => {
+        const decision = parseReply(reply as ScriptReply);
+        opening.saw(decision, limit, cost);
+        return decision;
+      };
+    }
     if (!script.loaded) {
       script.loaded = true;
       return this.evaluate(script, request, mode, variant).then(toDecision);
@@ -263,29 +261,20 @@ export class RedisStore implements RateLimitStore {
     return this.send('eval', scriptArguments(request, mode, variant, script.inlined, args));
   }
 
-  /**
-   * The script for this request's policies in this variant (and opening, see
-   * composeDecideScript), composed the first time.
-   */
-  private scriptFor(
-    request: DecideRequest,
-    variant: ScriptVariant,
-    writtenFirst: boolean,
-  ): DecideScript {
+  /** The script for this request's policies in this variant, composed the first time. */
+  private scriptFor(request: DecideRequest, variant: ScriptVariant): DecideScript {
     const { policies } = request;
     const staticCosts = costsAreStatic(request);
     const { last } = this;
     let same = last.script !== undefined && last.variant === variant;
-    same &&= last.writtenFirst === writtenFirst;
     same &&= last.staticCosts === staticCosts && last.policies.length === policies.length;
     for (let i = 0; same && i < policies.length; i++) same = last.policies[i] === policies[i];
     if (same) return last.script!;
-    last.script = this.scriptById(request, variant, staticCosts, writtenFirst);
+    last.script = this.scriptById(request, variant, staticCosts);
     // A copy: the caller's array may change after the call.
     last.policies = [...policies];
     last.variant = variant;
     last.staticCosts = staticCosts;
-    last.writtenFirst = writtenFirst;
     return last.script;
   }
 
@@ -293,28 +282,39 @@ export class RedisStore implements RateLimitStore {
     request: DecideRequest,
     variant: ScriptVariant,
     staticCosts: boolean,
-    writtenFirst: boolean,
   ): DecideScript {
     const { policies, costs } = request;
     const scripts = this.scripts[variant];
-    const opening = writtenFirst ? '>written' : '';
     let inlined: InlinedValues = staticCosts ? 'all' : 'values';
-    let id = scriptIdOf(policies, inlined, costs) + opening;
+    let id = scriptIdOf(policies, inlined, costs);
     let script = scripts.get(id);
     if (script) return script;
     if (this.scriptsWithLiterals >= INLINED_SCRIPTS_KEPT) {
       inlined = 'none';
-      id = scriptIdOf(policies) + opening;
+      id = scriptIdOf(policies);
       script = scripts.get(id);
       if (script) return script;
     } else {
       this.scriptsWithLiterals++;
     }
-    const lua = composeDecideScript(policies, variant, inlined, costs, writtenFirst);
-    const sha = createHash('sha1').update(lua).digest('hex');
-    script = { lua, sha, inlined, keyCount: String(keyCount(policies)), loaded: false };
-    scripts.set(id, script);
-    return script;
+    const opening =
+      variant === 'consume' && isLoneFixedWindow(policies)
+        ? new WindowOpening<DecideScript>()
+        : undefined;
+    const lua = composeDecideScript(policies, variant, inlined, costs);
+    const made: DecideScript = { ...scriptOf(lua, inlined, policies), opening };
+    scripts.set(id, made);
+    return made;
+  }
+
+  /**
+   * The written-first form of a lone fixed window's script (lua/fixed-window-first.lua), on
+   * the same values: its route's companion, counted with it against INLINED_SCRIPTS_KEPT.
+   */
+  private writtenFirst(script: DecideScript, request: DecideRequest): DecideScript {
+    const { policies, costs } = request;
+    const lua = composeDecideScript(policies, 'consume', script.inlined, costs, true);
+    return { ...scriptOf(lua, script.inlined, policies), opening: undefined };
   }
 
   /**
@@ -387,6 +387,15 @@ export class RedisStore implements RateLimitStore {
       throw new Error(`Redis connection is ${this.port.state()}${cause}`);
     }
   }
+}
+
+function scriptOf(
+  lua: string,
+  inlined: InlinedValues,
+  policies: readonly ResolvedPolicy[],
+): Omit<DecideScript, 'opening'> {
+  const sha = createHash('sha1').update(lua).digest('hex');
+  return { lua, sha, inlined, keyCount: String(keyCount(policies)), loaded: false };
 }
 
 function parseReply(reply: ScriptReply): StoreDecision {
