@@ -280,6 +280,7 @@ describe('resolveOptions boundaries', () => {
     { redis: 'redis://127.0.0.1:6380' },
     { redis: {} },
     { defaults: { scope: 'route' } },
+    { defaults: { algorithm: 'token-bucket' } },
     { defaults: { scope: 'global', algorithm: 'fixed-window' } },
     ...(['open', 'closed', 'local'] as const).map((failureMode) => ({
       policies: [{ limit: 1, window: 1, failureMode }],
