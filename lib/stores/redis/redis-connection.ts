@@ -74,17 +74,21 @@ async function loadIoredis(): Promise<{ Redis: typeof Redis }> {
 }
 
 /**
- * Waits up to CONNECT_WAIT_MS for the client to be ready, and warns with the last error it
- * reported (WRONGPASS, NOPERM, a certificate) if it is not: requests then take the failure
- * mode at once (the store sends nothing on a client that is not ready) until it is. Leaves
+ * Waits up to CONNECT_WAIT_MS for the client to be ready, and warns with the errors it
+ * reported (WRONGPASS, NOPERM, a certificate) if it is not: the first, which names the cause
+ * best (under load a later try against a TLS port with an unknown CA failed with a bare
+ * 'alert decode error' instead), and the last, if it differs, as the state now. Requests
+ * then take the failure mode at once (the store sends nothing on a client that is not ready) until it is. Leaves
  * no listener behind, so a client the user owns keeps its own error handling.
  */
 export async function awaitReady(client: RedisClientPort, logger: Logger): Promise<void> {
   if (client.isReady()) return;
   // A lazyConnect client would otherwise never connect: fast failure sends it no command.
   client.connectIfLazy();
+  let firstError: Error | undefined;
   let lastError: Error | undefined;
   const offError = client.onError((error: Error) => {
+    firstError ??= error;
     lastError = error;
   });
   let offReady = (): void => undefined;
@@ -101,7 +105,8 @@ export async function awaitReady(client: RedisClientPort, logger: Logger): Promi
   offError();
   offReady();
   if (!isReady) {
-    const cause = lastError ? ` (${lastError.message})` : '';
+    const causes = [firstError?.message, lastError?.message].filter((cause) => cause);
+    const cause = causes.length ? ` (${[...new Set(causes)].join(', then ')})` : '';
     logger.warn(
       `Redis is not reachable yet${cause}; decisions fail (see failureMode) until it is.`,
     );

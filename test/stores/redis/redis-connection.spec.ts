@@ -50,6 +50,20 @@ describe('the start-up wait for Redis', () => {
     ]);
   });
 
+  it('names the first error and, when the cause changed, the last one too', async () => {
+    const { warnings, logger } = recording();
+    server = await startRedisServer({ password: 'harness-secret' });
+    const waiting = createRedisClient(`redis://:wrong@127.0.0.1:${server.port}`, logger);
+    await sleep(500);
+    await server.kill();
+    clients.push(await waiting);
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^Redis is not reachable yet \(WRONGPASS [^,]*, then connect ECONNREFUSED 127\.0\.0\.1:\d+\); /,
+      ),
+    ]);
+  });
+
   it('goes on once Redis is ready, without a warning', async () => {
     const { warnings, logger } = recording();
     server = await startRedisServer();
