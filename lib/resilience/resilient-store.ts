@@ -270,9 +270,8 @@ export class ResilientStore {
    * While `node`'s breaker is open, asks it something cheap (`ask`: its time; a synchronous
    * throw comes as a rejection), one call at a time, so that the first answer after a stall
    * closes the breaker at once instead of at the next request's probe (up to halfOpenAfter
-   * later). A call that times out has waited a
-   * whole deadline: the next goes at once. Stores without time() (nodeTime() for a node) are
-   * probed by requests only.
+   * later). A call that times out has waited a whole deadline: the next goes at once. Stores
+   * without time() (nodeTime() for a node) are probed by requests only.
    */
   private probeWhileOpen(node: StoreNode, ask: () => Promise<unknown>): void {
     const { silence, breaker } = node;

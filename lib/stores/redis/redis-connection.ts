@@ -78,8 +78,9 @@ async function loadIoredis(): Promise<{ Redis: typeof Redis }> {
  * reported (WRONGPASS, NOPERM, a certificate) if it is not: the first, which names the cause
  * best (under load a later try against a TLS port with an unknown CA failed with a bare
  * 'alert decode error' instead), and the last, if it differs, as the state now. Requests
- * then take the failure mode at once (the store sends nothing on a client that is not ready) until it is. Leaves
- * no listener behind, so a client the user owns keeps its own error handling.
+ * then take the failure mode at once (the store sends nothing on a client that is not
+ * ready) until it is. Leaves no listener behind, so a client the user owns keeps its own
+ * error handling.
  */
 export async function awaitReady(client: RedisClientPort, logger: Logger): Promise<void> {
   if (client.isReady()) return;
