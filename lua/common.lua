@@ -7,6 +7,9 @@
 -- helper's paragraph (blank-line separated, its comment and its function) only if the rest
 -- of the script calls it (lib/stores/redis/lua-script.ts).
 
+-- Every script floors as `x - x % 1`: Lua's % is floored, so this is math.floor(x) for any
+-- finite x, negative ones included, without a global lookup and a C call per use.
+
 -- Redis truncates Lua numbers to integers on the way to the client: whole numbers travel as
 -- integers (cheapest), fractions as strings; '%.17g' round-trips a double exactly.
 local function num(x)

@@ -5,7 +5,7 @@
 local allowed, remaining, reset, retry, delay = step(KEYS[1], now, limit, window, burst, cost,
   consume)
 -- common.lua's num written out: one call fewer per field on every decision.
-local remaining_whole = remaining > 0 and math.floor(remaining) or 0
+local remaining_whole = remaining > 0 and remaining - remaining % 1 or 0
 local reset_sent = reset % 1 == 0 and reset or string.format('%.17g', reset)
 -- The usual answer, admitted at once, as one integer (see prelude.lua): the rest goes without
 -- saying, and a table reply costs Redis several lookups before its first field.

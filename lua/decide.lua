@@ -32,7 +32,7 @@ reply[1] = admitted and 1 or 0
 for at = 2, #reply, 5 do
   reply[at] = reply[at] and 1 or 0
   local remaining, reset, retry, delay = reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4]
-  reply[at + 1] = remaining > 0 and math.floor(remaining) or 0
+  reply[at + 1] = remaining > 0 and remaining - remaining % 1 or 0
   reply[at + 2] = reset % 1 == 0 and reset or string.format('%.17g', reset)
   reply[at + 3] = retry % 1 == 0 and retry or string.format('%.17g', retry)
   reply[at + 4] = admitted and (delay % 1 == 0 and delay or string.format('%.17g', delay)) or 0

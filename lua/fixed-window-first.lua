@@ -24,7 +24,8 @@ if cost <= limit and limit < 4294967296 and window % 1 == 0 then
   -- Remaining once this request is charged; nil: the step decides.
   local left, index, to_end
   if written_first then
-    index = math.floor(now / window)
+    index = now / window
+    index = index - index % 1
     to_end = (index + 1) * window - now
     local first = string.format('%d', cost * 1048576 + index % 1048576)
     local state = redis.pcall('SET', KEYS[1], first, 'PX', string.format('%d', to_end), 'NX',
@@ -50,7 +51,8 @@ if cost <= limit and limit < 4294967296 and window % 1 == 0 then
   else
     local state = redis.pcall('INCRBY', KEYS[1], cost_text)
     if type(state) == 'number' then
-      index = math.floor(now / window)
+      index = now / window
+      index = index - index % 1
       to_end = (index + 1) * window - now
       local low = state % 1048576
       local count = (state - low) / 1048576

@@ -17,7 +17,8 @@
 -- Expects  ttl_floor (the prelude's), exact_expiry (the binding's)
 -- Defines  fixed_window, a step (see prelude.lua)
 local function fixed_window(key, now, limit, window, _, cost, charge, count, tagged)
-  local index = math.floor(now / window)
+  local index = now / window
+  index = index - index % 1
   if not count then
     count = 0
     local state = redis.call('GET', key)

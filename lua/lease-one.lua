@@ -10,7 +10,8 @@ local LEASE_SHARE = 8
 local limit, window, burst = ARGV[leading + 1] + 0, ARGV[leading + 2] + 0,
   tonumber(ARGV[leading + 3])
 local cost, lease, held = ARGV[leading + 4] + 0, ARGV[leading + 5] + 0, ARGV[leading + 6] + 0
-local index = math.floor(now / window)
+local index = now / window
+index = index - index % 1
 if held > 0 and not burst and index ~= ARGV[leading + 7] + 0 then
   held = 0
 end
@@ -20,7 +21,9 @@ local allowed, granted, ends = admitted, 0, 0
 if admitted and consume then
   local take = cost
   if lease > 0 then
-    take = math.min(lease, math.max(cost, math.floor((remaining + held) / LEASE_SHARE)))
+    local share = (remaining + held) / LEASE_SHARE
+    share = share - share % 1
+    take = math.min(lease, math.max(cost, share))
   end
   allowed, remaining, reset, retry, delay =
     step(KEYS[1], now, limit, window, burst, take - held, true, a, b)
@@ -34,7 +37,7 @@ if admitted and consume then
   end
 end
 -- common.lua's num written out: no function made for it on each call.
-return { admitted and 1 or 0, allowed and 1 or 0, remaining > 0 and math.floor(remaining) or 0,
+return { admitted and 1 or 0, allowed and 1 or 0, remaining > 0 and remaining - remaining % 1 or 0,
   reset % 1 == 0 and reset or string.format('%.17g', reset),
   retry % 1 == 0 and retry or string.format('%.17g', retry),
   (not admitted or delay == 0) and 0 or delay % 1 == 0 and delay or string.format('%.17g', delay),

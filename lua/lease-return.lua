@@ -10,7 +10,8 @@
 local now = tonumber(ARGV[1])
 if not now then
   local time = redis.call('TIME')
-  now = time[1] * 1000 + math.floor(time[2] / 1000)
+  local ms = time[2] / 1000
+  now = time[1] * 1000 + ms - ms % 1
 end
 local ttl_floor = ARGV[2] + 0
 local algorithm, limit, window = ARGV[3], ARGV[4] + 0, ARGV[5] + 0
@@ -24,7 +25,8 @@ end
 local function expiry(ms)
   return string.format('%d', math.max(math.ceil(ms), ttl_floor, 1))
 end
-local index = math.floor(now / window)
+local index = now / window
+index = index - index % 1
 local to_end = (index + 1) * window - now
 
 if algorithm == 'token-bucket' then
@@ -37,7 +39,8 @@ if algorithm == 'token-bucket' then
   level = level + back
   redis.call('SET', key, string.format('%.17g:%.17g', level, ts), 'PX',
     expiry((capacity - level) / limit + (ts - now)))
-  return math.floor(back / window)
+  back = back / window
+  return back - back % 1
 end
 if held_window ~= index then
   return 0

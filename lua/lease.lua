@@ -28,7 +28,8 @@ for i = 1, count do
   local at = leading + (i - 1) * 7
   local limit, window, burst = ARGV[at + 1] + 0, ARGV[at + 2] + 0, tonumber(ARGV[at + 3])
   local cost, lease, held = ARGV[at + 4] + 0, ARGV[at + 5] + 0, ARGV[at + 6] + 0
-  local index = math.floor(now / window)
+  local index = now / window
+  index = index - index % 1
   if held > 0 and not burst and index ~= ARGV[at + 7] + 0 then
     held = 0
   end
@@ -51,7 +52,9 @@ if admitted and consume then
     local r = i * 8 - 6
     local take = cost
     if lease > 0 then
-      take = math.min(lease, math.max(cost, math.floor((reply[r + 1] + held) / LEASE_SHARE)))
+      local share = (reply[r + 1] + held) / LEASE_SHARE
+      share = share - share % 1
+      take = math.min(lease, math.max(cost, share))
     end
     reply[r], reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] =
       steps[i](KEYS[i], now, limit, window, burst, take - held, true, values[v + 7],
@@ -70,7 +73,8 @@ end
 reply[1] = admitted and 1 or 0
 for at = 2, #reply, 8 do
   reply[at] = reply[at] and 1 or 0
-  reply[at + 1] = math.max(0, math.floor(reply[at + 1]))
+  local remaining = reply[at + 1]
+  reply[at + 1] = remaining > 0 and remaining - remaining % 1 or 0
   reply[at + 2] = num(reply[at + 2])
   reply[at + 3] = num(reply[at + 3])
   reply[at + 4] = admitted and num(reply[at + 4]) or 0

@@ -7,7 +7,8 @@
 -- Reply    as in prelude.lua
 local consume, starts_blocks, ttl_floor = true, true, 0
 local time = redis.call('TIME')
-local now = time[1] * 1000 + math.floor(time[2] / 1000)
+local now = time[2] / 1000
+now = time[1] * 1000 + now - now % 1
 local wanted_until = ARGV[1]
 -- Arithmetic converts an argument as tonumber() would, without the call.
 if wanted_until ~= '' and now > wanted_until + 0 then

@@ -33,7 +33,8 @@ local ttl_floor = ARGV[3] + 0
 local wanted_until = tonumber(ARGV[4])
 if not now or wanted_until then
   local time = redis.call('TIME')
-  local redis_now = time[1] * 1000 + math.floor(time[2] / 1000)
+  local redis_now = time[2] / 1000
+  redis_now = time[1] * 1000 + redis_now - redis_now % 1
   if wanted_until and redis_now > wanted_until then
     return {}
   end

@@ -7,7 +7,8 @@
 -- Expects  common.lua
 -- Defines  sliding_window_counter, a step (see prelude.lua)
 local function sliding_window_counter(key, now, limit, window, _, cost, charge, current, previous)
-  local index = math.floor(now / window)
+  local index = now / window
+  index = index - index % 1
   if not current then
     current, previous = 0, 0
     local stored, n, p = read_state(key)

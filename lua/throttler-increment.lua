@@ -17,7 +17,8 @@ local record, hits = KEYS[1], KEYS[2]
 local now = tonumber(ARGV[1])
 if not now then
   local time = redis.call('TIME')
-  now = time[1] * 1000 + math.floor(time[2] / 1000)
+  local ms = time[2] / 1000
+  now = time[1] * 1000 + ms - ms % 1
 end
 local ttl, limit, block = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local last_field = 'm:' .. ARGV[5]
