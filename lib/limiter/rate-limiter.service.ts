@@ -133,7 +133,9 @@ export class RateLimiter implements OnApplicationShutdown {
   /**
    * A limiter on the same store and options that reads time from `clock` (epoch ms), for
    * simulations that replay traffic on a virtual clock; `timeout` may be relaxed for them.
-   * An extension of the contract.
+   * It listens to the store's connection and may hold leases until its
+   * `onApplicationShutdown()` runs, which Nest calls only for the injected limiter: call it
+   * when the simulation ends. An extension of the contract.
    */
   withClock(clock: () => number, options: { timeout?: number } = {}): RateLimiter {
     return new RateLimiter(

@@ -192,6 +192,8 @@ async function replay(
     return requests;
   } finally {
     await virtualLimiter.reset(key, policy);
+    // Takes its listener off the app's Redis client (see RateLimiter.withClock).
+    await virtualLimiter.onApplicationShutdown();
   }
 }
 

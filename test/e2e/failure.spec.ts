@@ -10,6 +10,7 @@ import {
 import { freePort } from '../support/free-port.js';
 import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
 import { byClientHeader, RecordingLogger, startApp, withApp } from '../support/test-app.js';
+import { eventually, timed } from '../support/eventually.js';
 
 @Controller()
 class LimitedController {
@@ -35,20 +36,6 @@ const WITHIN_DEADLINE_MS = TIMEOUT_MS + MARGIN_MS;
  * restart of Redis: the restart and `eventually`'s 8 s fit in it.
  */
 const RESTART_ROOM_MS = 15_000;
-
-async function timed(request: () => Promise<Response>) {
-  const started = performance.now();
-  const response = await request();
-  return { status: response.status, response, ms: performance.now() - started };
-}
-
-async function eventually(check: () => Promise<boolean>, timeoutMs = 8_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 /** The test's own Redis dies, stalls and comes back under a running app. */
 describe('when Redis fails', () => {

@@ -8,6 +8,7 @@ import {
 } from '../../lib/index.js';
 import { type RedisServer, startRedisServer, untilWindowHasRoom } from '../support/redis-server.js';
 import { byClientHeader, type RunningApp, startApp } from '../support/test-app.js';
+import { eventually, timed } from '../support/eventually.js';
 
 const TIMEOUT_MS = 100;
 /** Issue #19's bound, as in chaos.spec.ts: every answer during a fault within the deadline plus 50 ms. */
@@ -69,20 +70,6 @@ async function keysIn(server: RedisServer, pattern = '*'): Promise<string[]> {
     return await admin.keys(pattern);
   } finally {
     admin.disconnect();
-  }
-}
-
-async function timed(request: () => Promise<Response>) {
-  const started = performance.now();
-  const response = await request();
-  return { response, ms: performance.now() - started };
-}
-
-async function eventually(check: () => Promise<boolean>, timeoutMs = 8_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
 

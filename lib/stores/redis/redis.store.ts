@@ -109,6 +109,11 @@ export class RedisStore implements RateLimitStore {
   private lastError: string | undefined;
   /** Undoes the listeners the store put on the client. */
   private readonly listening: (() => void)[] = [];
+  /**
+   * Who asked to hear of the connection's 'ready' (onReady): one listener of the store's on
+   * the client tells them all, so that limiters made per simulation (withClock) add none.
+   */
+  private readonly readyListeners = new Set<() => void>();
 
   /**
    * @param client ioredis or iovalkey `Redis` / `Cluster`, node-redis `createClient()` /
@@ -126,7 +131,7 @@ export class RedisStore implements RateLimitStore {
     port.connectIfLazy();
     this.isCluster = port.isCluster;
     this.leases = new LeaseScripts(this.send);
-    this.listening.push(port.onReady(this.forgetLoadedScripts));
+    this.listening.push(port.onReady(this.connectionReady));
     // A client the app owns keeps its own error handling: no listener of ours on it.
     if (owned) {
       this.listening.push(
@@ -136,11 +141,17 @@ export class RedisStore implements RateLimitStore {
     }
   }
 
+  /** The connection takes commands again: scripts first, then whoever asked (onReady). */
+  private readonly connectionReady = (): void => {
+    this.forgetLoadedScripts();
+    for (const listener of this.readyListeners) listener();
+  };
+
   /**
    * A new connection may reach a server without the scripts (a restart, a failover): its first
    * call sends EVAL, as ioredis does per socket, rather than paying a NOSCRIPT round trip.
    */
-  private readonly forgetLoadedScripts = (): void => {
+  private forgetLoadedScripts(): void {
     for (const scripts of Object.values(this.scripts)) {
       for (const script of scripts.values()) {
         script.loaded = false;
@@ -148,7 +159,7 @@ export class RedisStore implements RateLimitStore {
       }
     }
     this.leases.forgetLoaded();
-  };
+  }
 
   /** Not async: on the hot path every promise layer counts. May throw while disconnected. */
   decide(request: DecideRequest): Promise<StoreDecision> {
@@ -202,7 +213,8 @@ export class RedisStore implements RateLimitStore {
 
   /** The client's own 'ready': the connection (a Cluster: the cluster) takes commands again. */
   onReady(listener: () => void): () => void {
-    return this.port.onReady(listener);
+    this.readyListeners.add(listener);
+    return () => this.readyListeners.delete(listener);
   }
 
   /**

@@ -123,6 +123,14 @@ describe('Redis Cluster (3 masters)', () => {
       await app?.close();
       await made?.close();
     });
+    /** Stores a test makes on the shared client: closed after it, taking their listeners off. */
+    const stores: RedisStore[] = [];
+    const storeOnClient = () => {
+      const store = new RedisStore(made.client, false);
+      stores.push(store);
+      return store;
+    };
+    afterEach(() => Promise.all(stores.splice(0).map((store) => store.close())));
 
     const slotOf = (key: string): Promise<number> => admin.cluster('KEYSLOT', key);
     const allKeys = async (): Promise<string[]> =>
@@ -296,7 +304,7 @@ describe('Redis Cluster (3 masters)', () => {
       // stall is sent and waits in the socket of the stopped master.
       const stallable = new RateLimiter(
         resolveOptions({ prefix: PREFIX, failureMode: 'closed', breaker: false }),
-        new RedisStore(made.client, false),
+        storeOnClient(),
       );
       const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 10, window: WINDOW };
       const key = 'stalled-node';
@@ -322,7 +330,7 @@ describe('Redis Cluster (3 masters)', () => {
       const timeout = 100;
       const stallable = new RateLimiter(
         resolveOptions({ prefix: PREFIX, failureMode: 'closed', breaker: false, timeout }),
-        new RedisStore(made.client, false),
+        storeOnClient(),
       );
       const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 10_000, window: WINDOW };
       // A readable client key is its own hash tag: its master is the tag's slot's.
@@ -358,7 +366,7 @@ describe('Redis Cluster (3 masters)', () => {
     });
 
     it("names the master a decision's keys go to, from the client's own slot map", async () => {
-      const store = new RedisStore(made.client, false);
+      const store = storeOnClient();
       for (const key of ['a', 'b', 'c', 'd', 'e', 'f']) {
         const keys = [`${PREFIX}:{${key}}:x`, `${PREFIX}:{${key}}:y`];
         expect(store.nodeOf(keys)).toBe(admin.slots[await slotOf(keys[0])][0]);
@@ -369,14 +377,14 @@ describe('Redis Cluster (3 masters)', () => {
     it("reads Redis TIME as the latest of every master's clock", async () => {
       const nowOf = async (node: Redis) => timeMs(await node.time());
       const before = Math.max(...(await Promise.all(admin.nodes('master').map(nowOf))));
-      const time = await new RedisStore(made.client, false).time();
+      const time = await storeOnClient().time();
       const after = Math.max(...(await Promise.all(admin.nodes('master').map(nowOf))));
       expect(time).toBeGreaterThanOrEqual(before);
       expect(time).toBeLessThanOrEqual(after);
     });
 
     it("reads one master's TIME, as nodeOf names it, from that master alone", async () => {
-      const store = new RedisStore(made.client, false);
+      const store = storeOnClient();
       const nodeOfKey = (key: string) => store.nodeOf([`${PREFIX}:{${key}}:x`])!;
       const stalledName = nodeOfKey('node-time');
       let otherName = nodeOfKey('node-time-0');

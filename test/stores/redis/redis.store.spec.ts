@@ -280,6 +280,23 @@ describe('Redis store', () => {
       return { client, limiter: new RateLimiter(resolveOptions({ prefix: 'app1' }), store) };
     };
 
+    it("adds no listener to the client per limiter: the store's one tells them all", async () => {
+      const { client, limiter } = await limiterOn({});
+      const listening = client.listenerCount('ready');
+      // Limiters made per simulation, as the sandbox makes them, some never shut down.
+      const simulated = Array.from({ length: 12 }, (_, run) => limiter.withClock(() => run));
+      expect(client.listenerCount('ready')).toBe(listening);
+      let heard = 0;
+      const stop = store!.onReady(() => heard++);
+      client.emit('ready');
+      expect(heard).toBe(1);
+      stop();
+      client.emit('ready');
+      expect(heard).toBe(1);
+      await Promise.all(simulated.map((one) => one.onApplicationShutdown()));
+      expect(client.listenerCount('ready')).toBe(listening);
+    });
+
     it("keeps the client's key prefix, as its own methods would", async () => {
       const { limiter } = await limiterOn({ keyPrefix: 'tenant:' });
       await limiter.consume('user-1', policy);
