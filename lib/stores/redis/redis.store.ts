@@ -233,14 +233,15 @@ export class RedisStore implements RateLimitStore {
   private runScript(request: DecideRequest, mode: ScriptMode): Promise<StoreDecision> {
     const variant = variantFor(request, mode);
     let script = this.scriptFor(request, variant);
-    let toDecision = (reply: unknown) => parseReply(reply as ScriptReply);
+    // The function itself, not a closure over it: one allocation fewer per decision.
+    let toDecision = parseReply;
     const { opening } = script;
     if (opening !== undefined) {
       if (opening.writesFirst) script = opening.written ??= this.writtenFirst(script, request);
       const limit = request.policies[0].limit;
       const cost = request.costs[0];
       toDecision = (reply: unknown) => {
-        const decision = parseReply(reply as ScriptReply);
+        const decision = parseReply(reply);
         opening.saw(decision, limit, cost);
         return decision;
       };
@@ -410,7 +411,9 @@ function scriptOf(
   return { lua, sha, inlined, keyCount: String(keyCount(policies)), loaded: false };
 }
 
-function parseReply(reply: ScriptReply): StoreDecision {
+/** A decision script's reply (ScriptReply), as the client hands it over. */
+function parseReply(answer: unknown): StoreDecision {
+  const reply = answer as ScriptReply;
   if (typeof reply === 'number') return admittedAtOnce(reply);
   if (reply.length === 0) return STALE_DECISION;
   // Sized up front: a push into an empty array reserves room for 16.
