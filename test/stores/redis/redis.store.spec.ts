@@ -280,6 +280,14 @@ describe('Redis store', () => {
       return { client, limiter: new RateLimiter(resolveOptions({ prefix: 'app1' }), store) };
     };
 
+    it('survives a socket that fails twice, as a TLS handshake with an unknown CA can', async () => {
+      const { client } = await limiterOn({ retryStrategy: () => null });
+      const socket = client.stream;
+      // What Node's TLS socket does: the certificate error, then the server's alert.
+      socket.emit('error', new Error('unable to verify the first certificate'));
+      expect(() => socket.emit('error', new Error('tlsv1 alert decode error'))).not.toThrow();
+    });
+
     it("adds no listener to the client per limiter: the store's one tells them all", async () => {
       const { client, limiter } = await limiterOn({});
       const listening = client.listenerCount('ready');

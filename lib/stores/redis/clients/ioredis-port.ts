@@ -59,8 +59,12 @@ export class IoredisPort implements RedisClientPort {
   }
 
   onError(listener: (error: Error) => void): () => void {
-    this.client.on('error', listener);
-    return () => this.client.off('error', listener);
+    const heard = (error: Error) => {
+      quiet((this.client as Redis).stream);
+      listener(error);
+    };
+    this.client.on('error', heard);
+    return () => this.client.off('error', heard);
   }
 
   connectIfLazy(): void {
@@ -87,4 +91,17 @@ export class IoredisPort implements RedisClientPort {
 }
 
 const isCluster = (client: Redis | Cluster): client is Cluster => client.isCluster;
+
+const quieted = new WeakSet<object>();
+/**
+ * ioredis hears one 'error' from a socket (`once`), and a TLS handshake can fail twice, a
+ * certificate error and then the server's alert ('tlsv1 alert decode error'): the second,
+ * heard by no one, would be thrown and end the process. The client has reported the first
+ * by then; the socket closes and ioredis reconnects as it would.
+ */
+function quiet(stream: Redis['stream'] | undefined): void {
+  if (!stream || quieted.has(stream)) return;
+  quieted.add(stream);
+  stream.on('error', () => undefined);
+}
 const timeOf = async (node: Redis): Promise<number> => timeMs(await node.time());
