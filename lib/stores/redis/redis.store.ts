@@ -134,15 +134,13 @@ export class RedisStore implements RateLimitStore {
     this.listening.push(port.onReady(this.connectionReady));
     // A client the app owns keeps its own error handling: no listener of ours on it.
     if (owned) {
-      this.listening.push(
-        port.onError((error: Error) => (this.lastError = error.message)),
-        port.onReady(() => (this.lastError = undefined)),
-      );
+      this.listening.push(port.onError((error: Error) => (this.lastError = error.message)));
     }
   }
 
   /** The connection takes commands again: scripts first, then whoever asked (onReady). */
   private readonly connectionReady = (): void => {
+    this.lastError = undefined;
     this.forgetLoadedScripts();
     for (const listener of this.readyListeners) listener();
   };

@@ -92,7 +92,6 @@ export class IoredisPort implements RedisClientPort {
 
 const isCluster = (client: Redis | Cluster): client is Cluster => client.isCluster;
 
-const quieted = new WeakSet<object>();
 /**
  * ioredis hears one 'error' from a socket (`once`), and a TLS handshake can fail twice, a
  * certificate error and then the server's alert ('tlsv1 alert decode error'): the second,
@@ -100,8 +99,6 @@ const quieted = new WeakSet<object>();
  * by then; the socket closes and ioredis reconnects as it would.
  */
 function quiet(stream: Redis['stream'] | undefined): void {
-  if (!stream || quieted.has(stream)) return;
-  quieted.add(stream);
-  stream.on('error', () => undefined);
+  if (stream && stream.listenerCount('error') === 0) stream.on('error', () => undefined);
 }
 const timeOf = async (node: Redis): Promise<number> => timeMs(await node.time());
