@@ -42,7 +42,7 @@ if cost <= limit and limit < 4294967296 and window % 1 == 0 then
         else
           left = limit - (n - low) / 1048576 - cost
           if left < 0 then
-            return { 0, 0, left + cost, to_end, to_end, 0 }
+            return { 0, left + cost, to_end, to_end }
           end
           redis.call('INCRBY', KEYS[1], cost_text)
         end
@@ -60,7 +60,7 @@ if cost <= limit and limit < 4294967296 and window % 1 == 0 then
         left = limit - count
         if left < 0 then
           redis.call('DECRBY', KEYS[1], cost_text)
-          return { 0, 0, left + cost, to_end, to_end, 0 }
+          return { 0, left + cost, to_end, to_end }
         end
       else
         -- Absent, or an earlier window's: this window's count was 0, and the cost fits.
@@ -74,6 +74,6 @@ if cost <= limit and limit < 4294967296 and window % 1 == 0 then
     if left < 67108864 and to_end < 134217728 then
       return left * 134217728 + to_end
     end
-    return { 1, 1, left, to_end, 0, 0 }
+    return { 1, left, to_end, 0 }
   end
 end

@@ -11,11 +11,14 @@
 --          block duration). A route's own values (all but the costs, or all) may instead be
 --          written into its script as literals, and are then not sent.
 -- Defines  consume, starts_blocks, ttl_floor, now
--- Reply    admitted (1 | 0), then per policy: allowed (1 | 0), remaining, reset, retry,
---          delay; or an empty array when the caller's wait ended before the script ran:
---          nothing read, nothing charged. A lone policy admitted at once (no retry, no delay)
---          with remaining below 2^26 and a whole reset below 2^27 ms answers one integer,
---          remaining * 2^27 + reset (decide-one.lua, fixed-window-first.lua).
+-- Reply    admitted (1 | 0), then per policy: allowed (1 | 0), remaining, reset, and its
+--          wait: the retry if denied, else the delay (a step that allows never has a retry,
+--          one that denies never a delay); a lone policy's reply leaves out `admitted`,
+--          which is its `allowed`. Each value a client decodes costs it time, and these two
+--          carry one. A lone policy admitted at once (no wait) with remaining below 2^26 and
+--          a whole reset below 2^27 ms answers one integer, remaining * 2^27 + reset
+--          (decide-one.lua, fixed-window-first.lua). An empty array when the caller's wait
+--          ended before the script ran: nothing read, nothing charged.
 -- Each algorithm file defines one step
 --   step(key, now, limit, window, burst, cost, charge[, a, b])
 --     -> allowed, remaining, reset, retry, delay[, a, b]

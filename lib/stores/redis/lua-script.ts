@@ -116,7 +116,7 @@ export function composeDecideScript(
     ...calls.map((call, i) => `  if i == ${i + 1} then ${call} end`),
     `  ${last}`,
     'end',
-    `local reply, read = { 1, ${slots(bindings.length * 5)} }, { ${slots(bindings.length * 2)} }`,
+    `local reply, read = { 1, ${slots(bindings.length * 4)} }, { ${slots(bindings.length * 2)} }`,
   ].join('\n');
   const rest = [...files, binding, LUA_SOURCES.decide];
   return [prelude, commonFor(rest), ...rest].join('\n');

@@ -32,11 +32,18 @@ import type {
 import { STALE_DECISION } from '../../interfaces/rate-limit-store.interface.js';
 
 /**
- * Admitted, then per policy allowed, remaining, reset, retry, delay; empty when the script
- * started after `wantedUntil`; for a lone policy admitted with no retry and no delay, one
- * integer, remaining * 2^27 + reset, when they fit (lua/prelude.lua, lua/decide-one.lua).
+ * Admitted, then per policy allowed, remaining, reset, wait (its retry if denied, else its
+ * delay), a lone policy's without `admitted`; empty when the script started after
+ * `wantedUntil`; for a lone policy admitted with no wait, one integer, remaining * 2^27 +
+ * reset, when they fit (lua/prelude.lua, lua/decide-one.lua).
  */
 type ScriptReply = (number | string)[] | number;
+
+/**
+ * Values per policy in a table reply. ioredis decodes each value of a reply at about a
+ * sixth of a microsecond, so retry and delay, never both set, travel as one.
+ */
+const VERDICT_VALUES = 4;
 
 /** The integer reply's unit of remaining: the resets it holds are below it. */
 const RESET_SPAN = 2 ** 27;
@@ -414,9 +421,13 @@ function parseReply(answer: unknown): StoreDecision {
   const reply = answer as ScriptReply;
   if (typeof reply === 'number') return admittedAtOnce(reply);
   if (reply.length === 0) return STALE_DECISION;
+  // 1 + 4n values for n policies; a lone policy's 4 leave out `admitted`, its `allowed`.
+  const first = reply.length % VERDICT_VALUES;
   // Sized up front: a push into an empty array reserves room for 16.
-  const verdicts = new Array<PolicyVerdict>((reply.length - 1) / 5);
-  for (let i = 0; i < verdicts.length; i++) verdicts[i] = verdictAt(reply, 1 + 5 * i);
+  const verdicts = new Array<PolicyVerdict>((reply.length - first) / VERDICT_VALUES);
+  for (let i = 0; i < verdicts.length; i++) {
+    verdicts[i] = verdictAt(reply, first + VERDICT_VALUES * i);
+  }
   return { allowed: reply[0] === 1, verdicts };
 }
 
@@ -432,13 +443,16 @@ function admittedAtOnce(reply: number): StoreDecision {
   return { allowed: true, verdicts: [verdict] };
 }
 
+/** A policy's allowed, remaining, reset and wait: its delay if allowed, else its retry. */
 function verdictAt(reply: (number | string)[], at: number): PolicyVerdict {
+  const allowed = reply[at] === 1;
+  const wait = Number(reply[at + 3]);
   return {
-    allowed: reply[at] === 1,
+    allowed,
     remaining: Number(reply[at + 1]),
     resetMs: Number(reply[at + 2]),
-    retryAfterMs: Number(reply[at + 3]),
-    delayMs: Number(reply[at + 4]),
+    retryAfterMs: allowed ? 0 : wait,
+    delayMs: allowed ? wait : 0,
   };
 }
 
