@@ -111,8 +111,15 @@ const client = new Redis(redis.url, clientOptions);
 const admin = new Redis(redis.url);
 // The deadline still runs on every call; a busy shared machine must not turn one into a 503.
 const options = resolveOptions({ timeout: 10_000 });
-const limiter = new RateLimiter(options, new RedisStore(client, false));
-const closers: (() => unknown)[] = [() => client.disconnect(), () => admin.disconnect()];
+// A client of its own, as the baseline's: neither build's calls wait in another variant's
+// auto-pipeline, nor does either share its client with the peers.
+const libraryClient = new Redis(redis.url, clientOptions);
+const limiter = new RateLimiter(options, new RedisStore(libraryClient, false));
+const closers: (() => unknown)[] = [
+  () => client.disconnect(),
+  () => libraryClient.disconnect(),
+  () => admin.disconnect(),
+];
 let baseline: RateLimiter | undefined;
 if (BASELINE) {
   /** The first of `paths` the build has (now, then before the restructure). */
