@@ -26,12 +26,18 @@
  * /tmp/base/dist/lib of an older commit), measured in the same interleaved run, and a second
  * table of the library against it (medians of each round's ratio); a build from before the
  * lib/ restructure (#18: lib/limiter, lib/config, lib/stores/redis) is found at its old paths.
+ * Its client comes from the ioredis that build resolves: installed in it (`npm ci` there), its
+ * own copy, as each app has. Code shared by variants runs as V8 tuned it to all their replies:
+ * for the fairest comparison of two builds, DECIDE_VARIANTS='library,library (baseline)' runs
+ * those two alone, each on an ioredis copy of its own.
  *
  *   npm run bench:decide   (DECIDE_REQUESTS, DECIDE_ROUNDS, DECIDE_IN_FLIGHT,
- *                           DECIDE_PRESENT_KEYS, DECIDE_ROWS: labels, comma-separated;
- *                           DECIDE_BASELINE)
+ *                           DECIDE_PRESENT_KEYS, DECIDE_ROWS and DECIDE_VARIANTS:
+ *                           labels, comma-separated; DECIDE_BASELINE)
  */
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type * as IoRedis from 'ioredis';
 import { Redis } from 'ioredis';
 import { type Algorithm, ALGORITHMS, type RateLimitPolicy } from '../lib/index.js';
 import { RateLimiter } from '../lib/limiter/rate-limiter.service.js';
@@ -49,6 +55,7 @@ const ROUNDS = Number(process.env.DECIDE_ROUNDS ?? 3);
 const IN_FLIGHT = Number(process.env.DECIDE_IN_FLIGHT ?? 256);
 const PRESENT_KEYS = Number(process.env.DECIDE_PRESENT_KEYS ?? REQUESTS / 50);
 const ONLY = process.env.DECIDE_ROWS?.split(',');
+const ONLY_VARIANTS = process.env.DECIDE_VARIANTS?.split(',');
 const BASELINE = process.env.DECIDE_BASELINE;
 /**
  * A client's hourly budget, as a user would set one, high enough that every decision admits
@@ -135,7 +142,8 @@ if (BASELINE) {
   );
   const { RedisStore: Store } = await load('stores/redis/redis.store.js', 'stores/redis.store.js');
   // A client of its own, so that neither build's calls wait in the other's auto-pipeline.
-  const own = new Redis(redis.url, clientOptions);
+  const { Redis: BaselineRedis } = createRequire(`${BASELINE}/`)('ioredis') as typeof IoRedis;
+  const own = new BaselineRedis(redis.url, clientOptions);
   closers.push(() => own.disconnect());
   baseline = new Limiter(resolve({ timeout: 10_000 }), new Store(own, false)) as RateLimiter;
 }
@@ -279,7 +287,17 @@ const allRows: [string, Record<string, Call>][] = [
   ]),
 ];
 if (!ONLY || ONLY.includes(CLIENTS_ROW)) allRows.push([CLIENTS_ROW, await clientVariants()]);
-const rows = allRows.filter(([row]) => !ONLY || ONLY.includes(row));
+const rows = allRows
+  .filter(([row]) => !ONLY || ONLY.includes(row))
+  .map(([row, variants]): [string, Record<string, Call>] => [
+    row,
+    Object.fromEntries(
+      Object.entries(variants).filter(
+        ([variant]) => !ONLY_VARIANTS || ONLY_VARIANTS.includes(variant),
+      ),
+    ),
+  ])
+  .filter(([, variants]) => Object.keys(variants).length > 0);
 const samples = new Map<string, Sample[]>();
 try {
   // Round 0 warms the JIT, the connections and Redis's allocator, and is not counted.
@@ -335,8 +353,11 @@ for (const [row, variants] of rows) {
     for (const variant of Object.keys(variants)) {
       const at = (field: keyof Sample, of = variant) =>
         medianOf(`${row}|${population}|${of}`, field);
+      // A reference left out (DECIDE_VARIANTS) has no ratio.
+      const measured = samples.has(`${row}|${population}|${reference}`);
       const cell = (field: keyof Sample, digits: number) =>
-        `${at(field).toFixed(digits)} | ${(at(field) / at(field, reference)).toFixed(2)}x`;
+        `${at(field).toFixed(digits)} | ` +
+        (measured ? `${(at(field) / at(field, reference)).toFixed(2)}x` : 'n/a');
       const name = variant === reference ? `${variant} (ref)` : variant;
       console.log(
         `| ${row} | ${population} | ${name} | ${cell('perSecond', 0)} | ${at('nodeMicros').toFixed(1)} | ` +
