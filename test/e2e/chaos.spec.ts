@@ -450,7 +450,11 @@ const MODES = {
     run.pods.forEach((records, pod) => {
       for (const record of records) {
         if (!isChaos(record) || !byFailureMode(record)) continue;
-        const key = `${record.client} on pod ${pod} in window ${Math.floor(record.answeredAt / WINDOW_MS)}`;
+        // Decided at some instant between received and answered: one that spans a window's
+        // edge may have been counted in either window, so only those within one are held to it.
+        const window = Math.floor(record.receivedAt / WINDOW_MS);
+        if (Math.floor(record.answeredAt / WINDOW_MS) !== window) continue;
+        const key = `${record.client} on pod ${pod} in window ${window}`;
         local.set(key, (local.get(key) ?? 0) + 1);
       }
     });
