@@ -288,6 +288,15 @@ describe('Redis store', () => {
       expect(() => socket.emit('error', new Error('tlsv1 alert decode error'))).not.toThrow();
     });
 
+    it('survives a socket that fails twice after the store closed its client', async () => {
+      const { client } = await limiterOn({ retryStrategy: () => null });
+      const socket = client.stream;
+      await store!.close();
+      // A closed client passes on no error: the first is heard by ioredis alone.
+      socket.emit('error', new Error('unable to verify the first certificate'));
+      expect(() => socket.emit('error', new Error('tlsv1 alert decode error'))).not.toThrow();
+    });
+
     it("adds no listener to the client per limiter: the store's one tells them all", async () => {
       const { client, limiter } = await limiterOn({});
       const listening = client.listenerCount('ready');

@@ -86,6 +86,9 @@ export class IoredisPort implements RedisClientPort {
   }
 
   async close(): Promise<void> {
+    // A handshake still under way fails after this, and the closed client passes on no error
+    // (ioredis' own listener hears the first, and nothing the second).
+    (this.client as Redis).stream?.on('error', ignore);
     this.client.disconnect();
   }
 }
@@ -99,6 +102,8 @@ const isCluster = (client: Redis | Cluster): client is Cluster => client.isClust
  * by then; the socket closes and ioredis reconnects as it would.
  */
 function quiet(stream: Redis['stream'] | undefined): void {
-  if (stream && stream.listenerCount('error') === 0) stream.on('error', () => undefined);
+  if (stream && stream.listenerCount('error') === 0) stream.on('error', ignore);
 }
+
+const ignore = (): void => undefined;
 const timeOf = async (node: Redis): Promise<number> => timeMs(await node.time());
