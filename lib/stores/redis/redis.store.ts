@@ -40,8 +40,8 @@ import { STALE_DECISION } from '../../interfaces/rate-limit-store.interface.js';
 type ScriptReply = (number | string)[] | number;
 
 /**
- * Values per policy in a table reply. ioredis decodes each value of a reply at about a
- * sixth of a microsecond, so retry and delay, never both set, travel as one.
+ * Values per policy in a table reply: the client decodes each one, so retry and delay, never
+ * both set, travel as one.
  */
 const VERDICT_VALUES = 4;
 
