@@ -5,18 +5,10 @@ import {
   RateLimitExceededException,
   RateLimitUnavailableException,
 } from './rate-limit.exceptions.js';
-import { registerModuleFilter, rendered } from './guard/module-filter.js';
 import { optionalExport, transportError } from './guard/transport-errors.js';
 import { responseOf } from './guard/transports.js';
 
 type TransportException = Error & { getError(): unknown };
-
-/** The module's own filter (its APP_FILTER provider's factory). */
-export function moduleExceptionFilter(adapterHost: HttpAdapterHost): RateLimitExceptionFilter {
-  const filter = new RateLimitExceptionFilter(adapterHost);
-  registerModuleFilter(filter);
-  return filter;
-}
 
 /**
  * Renders 429 and 503 with Retry-After and the JSON body, on Express and Fastify alike.
@@ -32,7 +24,6 @@ export class RateLimitExceptionFilter implements ExceptionFilter {
     host: ArgumentsHost,
   ): unknown {
     const type = host.getType<string>();
-    rendered(this, exception);
     const response = responseOf(host);
     if (response) {
       this.adapterHost.httpAdapter.setHeader(response, 'Retry-After', String(exception.retryAfter));

@@ -5,7 +5,7 @@ import {
   type OnApplicationShutdown,
   type OnModuleInit,
 } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, DiscoveryModule } from '@nestjs/core';
 import { globalMeterProvider } from './config/metrics-option.js';
 import { otherCopiesLoaded } from './package-copies.js';
 import {
@@ -14,7 +14,7 @@ import {
   RATE_LIMIT_REDIS,
   RATE_LIMIT_STORE,
 } from './rate-limit.constants.js';
-import { moduleExceptionFilter } from './rate-limit.filter.js';
+import { RateLimitExceptionFilter } from './rate-limit.filter.js';
 import { RateLimitGuard } from './guard/rate-limit.guard.js';
 import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } from './rate-limit.module-definition.js';
 import type { RateLimitModuleOptions } from './interfaces/rate-limit-options.interface.js';
@@ -92,7 +92,7 @@ const NO_GUARD = { canActivate: () => true };
       },
       inject: [RATE_LIMIT_OPTIONS, RateLimitGuard],
     },
-    { provide: APP_FILTER, useFactory: moduleExceptionFilter, inject: [HttpAdapterHost] },
+    { provide: APP_FILTER, useClass: RateLimitExceptionFilter },
   ],
   // RateLimiter and RoutePlanner: what @UseGuards(RateLimitGuard) or a subclass needs anywhere.
   exports: [
@@ -112,6 +112,7 @@ export class RateLimitModule
     @Inject(RATE_LIMIT_STORE) private readonly store: RateLimitStore,
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
     private readonly planner: RoutePlanner,
+    private readonly limiter: RateLimiter,
   ) {
     super();
     if (otherCopiesLoaded()) {
@@ -130,6 +131,7 @@ export class RateLimitModule
   async onModuleInit(): Promise<void> {
     try {
       this.planner.planAll();
+      this.limiter.nameFailureModes(this.planner.failureModeRoutes());
     } catch (error) {
       await this.onApplicationShutdown();
       throw error;

@@ -1,6 +1,5 @@
 import type { ExecutionContext, Logger } from '@nestjs/common';
 import {
-  limitedBody,
   RateLimitExceededException,
   RateLimitUnavailableException,
   withoutStack,
@@ -37,19 +36,6 @@ export class DenialResponses {
     // A denial is an answer, not a bug: no stack is captured for it.
     return withoutStack(
       () => new RateLimitExceededException(this.limitedMessage(message), retryAfter, body),
-    );
-  }
-
-  /** The body of the exception limited() returns, without the exception. */
-  limitedBody(
-    context: ExecutionContext,
-    decision: RateLimitDecision,
-    message: string,
-    retryAfter: number,
-  ): RateLimitCustomBody {
-    return (
-      this.customBody(context, decision, message, retryAfter) ??
-      limitedBody(this.limitedMessage(message), retryAfter)
     );
   }
 

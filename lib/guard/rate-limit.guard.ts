@@ -2,7 +2,6 @@ import {
   type CanActivate,
   type ExecutionContext,
   HttpException,
-  HttpStatus,
   Inject,
   Injectable,
   Logger,
@@ -16,19 +15,15 @@ import {
   RATE_LIMIT_GUARD_METADATA,
   RATE_LIMIT_OPTIONS,
 } from '../rate-limit.constants.js';
-import {
-  RateLimitExceededException,
-  RateLimitUnavailableException,
-} from '../rate-limit.exceptions.js';
+import { RateLimitUnavailableException } from '../rate-limit.exceptions.js';
+import { AbsentKeys, hasAbsentKey } from './absent-keys.js';
 import { clientIp } from './client-ip.js';
 import { denialMessage, retryAfterOf } from './denial-message.js';
-import { onRenderedByModule } from './module-filter.js';
 import type { FailureMode, KeyResolver } from '../interfaces/rate-limit-policy.interface.js';
 import type { RateLimitDecision } from '../interfaces/rate-limit-decision.interface.js';
-import { tightestResult, writeRateLimitHeaders } from './rate-limit-headers.js';
+import { writeRateLimitHeaders } from './rate-limit-headers.js';
 import { RateLimiter } from '../limiter/rate-limiter.service.js';
 import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
-import { type RenderedDenial, RenderedDenials } from './rendered-denials.js';
 import { type RoutePlan, RoutePlanner } from './route-planner.js';
 import { ThrottledLog } from '../observability/throttled-log.js';
 import { transportError } from './transport-errors.js';
@@ -46,6 +41,7 @@ import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js'
 export class RateLimitGuard implements CanActivate {
   protected readonly logger = new Logger('RateLimit');
   private readonly dryRunLog = new ThrottledLog(this.logger);
+  private readonly absentKeys = new AbsentKeys(this.logger);
   private readonly contextTypes: ReadonlySet<string>;
   private readonly keyBy: KeyResolver;
   /** Set when the onDecision or metrics option is: without them, reporting costs nothing. */
@@ -53,24 +49,6 @@ export class RateLimitGuard implements CanActivate {
   /** Set by RateLimitModule on its global instance, which yields to a guard applied by @UseGuards. */
   [GLOBAL_GUARD] = false;
   private readonly responses: DenialResponses;
-  /**
-   * Routes whose 429s this guard renders itself, with the last one rendered there: the
-   * module's own RateLimitExceptionFilter rendered one it threw there, so no filter of the
-   * app's comes before it.
-   */
-  private readonly ownDenials = new WeakMap<RoutePlan, RenderedDenials>();
-  /**
-   * Header names as the HTTP adapter stores them: Fastify lowercases every name it is given,
-   * which costs a new string (and a lookup of it) per header unless it is lowercase already.
-   */
-  private headerName: (name: string) => string = (name) => {
-    const lower = this.adapterHost.httpAdapter?.getType() === 'fastify';
-    this.headerName = lower ? (given) => given.toLowerCase() : (given) => given;
-    return this.headerName(name);
-  };
-  /** False in a subclass that overrides deny or getResponse: its 429s are always thrown. */
-  private readonly mayAnswerDenials: boolean;
-
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) protected readonly options: ResolvedRateLimitOptions,
     protected readonly limiter: RateLimiter,
@@ -84,9 +62,6 @@ export class RateLimitGuard implements CanActivate {
       options.onDecision || options.metrics
         ? new DecisionReporter(options, this.logger)
         : undefined;
-    this.mayAnswerDenials =
-      this.deny === RateLimitGuard.prototype.deny &&
-      this.getResponse === RateLimitGuard.prototype.getResponse;
   }
 
   // Not async: on HTTP the decision's own promise is all Nest awaits.
@@ -108,7 +83,11 @@ export class RateLimitGuard implements CanActivate {
     if (this.options.skip && (await this.options.skip(context))) return true;
 
     const keys = this.clientKeys(context, plan);
-    const clientKeys = Array.isArray(keys) ? keys : await keys;
+    let clientKeys = Array.isArray(keys) ? keys : await keys;
+    if (hasAbsentKey(clientKeys)) {
+      const route = `${controller.name}.${handler.name}`;
+      clientKeys = this.absentKeys.filled(context, route, plan.policies, clientKeys);
+    }
     let policies = plan.policies;
     if (plan.limits) {
       const sized = plan.limits.resolve(context);
@@ -139,64 +118,12 @@ export class RateLimitGuard implements CanActivate {
   }
 
   /**
-   * Answers a denial, headers first: with deny()'s exception, or on HTTP routes whose 429s
-   * the module's own filter is known to render, with the same response rendered here. Thrown,
-   * a 429 travels back through five of Nest's async frames, each rethrowing it (V8 builds a
-   * message for every throw), to the exceptions handler, which picks the filter: on Fastify
-   * that was most of what a hot-key 429 cost beyond the no-limiter app's 200. Rendered here,
-   * the request ends with the response, and the promise Nest awaits for it never settles
-   * (nothing refers to it then, so it is collected); instrumentation that wraps Nest's route
-   * handlers sees such a request begin but not end.
+   * Answers a denial, headers first, with deny()'s exception: it travels Nest's exception
+   * path, so interceptors, filters and instrumentation see the request end.
    */
-  private refuse(
-    context: ExecutionContext,
-    decision: RateLimitDecision,
-    plan: RoutePlan,
-  ): Promise<never> {
-    const http = context.getType<string>() === 'http';
-    const rendered = http ? this.ownDenials.get(plan) : undefined;
-    if (rendered) {
-      const { headers, retryAfter, message } = this.rendered(rendered, decision, plan);
-      const response = this.getResponse(context);
-      const { httpAdapter } = this.adapterHost;
-      for (const [name, value] of headers) httpAdapter.setHeader(response, name, value);
-      httpAdapter.reply(
-        response,
-        this.responses.limitedBody(context, decision, message, retryAfter),
-        HttpStatus.TOO_MANY_REQUESTS,
-      );
-      return new Promise<never>(() => undefined);
-    }
+  private refuse(context: ExecutionContext, decision: RateLimitDecision, plan: RoutePlan): never {
     this.setHeaders(context, decision, plan);
-    try {
-      this.deny(context, decision);
-    } catch (error) {
-      if (http && this.mayAnswerDenials && error instanceof RateLimitExceededException) {
-        onRenderedByModule(error, () => this.ownDenials.set(plan, new RenderedDenials()));
-      }
-      throw error;
-    }
-  }
-
-  /** The headers and message of the 429 refuse() renders: the route's last, if it shows the same. */
-  private rendered(
-    denials: RenderedDenials,
-    decision: RateLimitDecision,
-    plan: RoutePlan,
-  ): RenderedDenial {
-    const style = this.options.headers;
-    const retryAfter = retryAfterOf(decision);
-    const tightest = style === 'legacy' || style === 'both' ? tightestResult(decision.results) : -1;
-    const known = denials.find(decision, retryAfter, tightest);
-    if (known) return known;
-    const headers: [string, string][] = [];
-    writeRateLimitHeaders(decision, style, plan.policyHeader, (name, value) =>
-      headers.push([this.headerName(name), value]),
-    );
-    headers.push([this.headerName('Retry-After'), String(retryAfter)]);
-    const rendered = { headers, retryAfter, message: denialMessage(decision, retryAfter) };
-    denials.keep(decision, retryAfter, tightest, rendered);
-    return rendered;
+    this.deny(context, decision);
   }
 
   /** Who is limited, per policy; override to key by user, API key or tenant. */

@@ -75,6 +75,8 @@ export class RoutePlanner {
   /** Route ids in use, with the class and handler each names. */
   private readonly routeIds = new Map<string, readonly [RouteTarget, RouteTarget]>();
   private readonly logger = new Logger('RateLimit');
+  /** The routes whose failure mode is not the module's, by mode, as their labels. */
+  private readonly otherFailureModes = new Map<FailureMode, string[]>();
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
@@ -91,6 +93,11 @@ export class RoutePlanner {
   planAll(): void {
     for (const wrapper of this.discovery.getControllers()) this.planClass(wrapper, true);
     for (const wrapper of this.discovery.getProviders()) this.planClass(wrapper, false);
+  }
+
+  /** The routes planned so far whose failure mode is not the module's, by mode. */
+  failureModeRoutes(): ReadonlyMap<FailureMode, readonly string[]> {
+    return this.otherFailureModes;
   }
 
   /** The plan of `handler` as reached through `owner` (planned now if start-up did not see it). */
@@ -172,6 +179,10 @@ export class RoutePlanner {
         guardedExplicitly: [handler, owner].some((target) => this.hasOwnRateLimitGuard(target)),
         failureMode: strictestFailureMode(policies, this.options.failureMode),
       };
+      if (plan.failureMode !== this.options.failureMode && policies.length > 0) {
+        const routes = this.otherFailureModes.get(plan.failureMode) ?? [];
+        this.otherFailureModes.set(plan.failureMode, [...routes, label]);
+      }
     }
     const byHandler = this.plans.get(owner) ?? new Map<RouteTarget, RoutePlan>();
     this.plans.set(owner, byHandler.set(handler, plan));

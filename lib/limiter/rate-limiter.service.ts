@@ -13,7 +13,7 @@ import type {
   PolicyResult,
   RateLimitDecision,
 } from '../interfaces/rate-limit-decision.interface.js';
-import type { RateLimitPolicy } from '../interfaces/rate-limit-policy.interface.js';
+import type { FailureMode, RateLimitPolicy } from '../interfaces/rate-limit-policy.interface.js';
 import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
 import { resolvePolicies } from '../config/resolved-policy.js';
 import { ResilientStore } from '../resilience/resilient-store.js';
@@ -128,6 +128,14 @@ export class RateLimiter implements OnApplicationShutdown {
     this.denials?.forget(keys);
     this.leases?.forget(key, resolved);
     await this.resilientStore.reset(keys);
+  }
+
+  /**
+   * Names the routes whose failure mode is not the module's in the warnings of an outage,
+   * so that they say what applies where (RateLimitModule tells it once routes are planned).
+   */
+  nameFailureModes(routes: ReadonlyMap<FailureMode, readonly string[]>): void {
+    this.resilientStore.nameFailureModes(routes);
   }
 
   /**

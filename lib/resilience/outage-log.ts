@@ -55,10 +55,13 @@ export class OutageLog {
   /** The cause last logged, in words (without the message that followed). */
   private cause = '';
 
+  /**
+   * @param meanwhile what requests get meanwhile, for the first warning: it may change once
+   *   the routes are planned, which is when their own failure modes are known
+   */
   constructor(
     private readonly logger: Logger,
-    /** What requests get meanwhile, for the first warning. */
-    private readonly meanwhile: string,
+    public meanwhile: string,
     private readonly now: () => number = () => performance.now(),
   ) {}
 

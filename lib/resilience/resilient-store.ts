@@ -12,7 +12,8 @@ import type {
   StoreDecision,
 } from '../interfaces/rate-limit-store.interface.js';
 import { OutageLog } from './outage-log.js';
-import { strictestFailureMode } from '../config/failure-mode.js';
+import { describeFailureModes, strictestFailureMode } from '../config/failure-mode.js';
+import type { FailureMode } from '../interfaces/rate-limit-policy.interface.js';
 import { failureKind } from './store-failure-kind.js';
 
 /** What the resilient store reads of the module options. */
@@ -54,6 +55,8 @@ export class ResilientStore {
   /** Set when the store can tell its time: then decisions carry `wantedUntil`. */
   private readonly clock: StoreClock | undefined;
   private readonly outage: OutageLog;
+  /** The failure modes in force, in words (describeFailureModes). */
+  private failureModes: string;
   /** Stops listening for the store's connection becoming ready. */
   private readonly stopReadyListener: (() => void) | undefined;
 
@@ -77,21 +80,30 @@ export class ResilientStore {
       store.nodeTime &&
       ((name: string, node: StoreNode) =>
         this.probeWhileOpen(node, () => callStore(store, store.nodeTime!, name)));
-    this.nodes = store.nodeOf && new StoreNodes(breaker, options.failureMode, logger, probeNode);
+    this.nodes =
+      store.nodeOf && new StoreNodes(breaker, () => this.failureModes, logger, probeNode);
     this.local = instances === undefined ? undefined : new LocalFallback(instances);
     this.clock = store.time && new StoreClock(() => store.time!());
     // A connection that takes commands again ends the outage for the breaker at once: no
     // request waits for a probe's answer (or, without time(), for halfOpenAfter).
     const wholeBreaker = this.whole.breaker;
     this.stopReadyListener = wholeBreaker && store.onReady?.(() => wholeBreaker.succeeded());
-    const local =
-      instances === undefined
-        ? ''
-        : ` (deciding locally at 1/${instances} of each limit where it is 'local')`;
-    this.outage = new OutageLog(
-      logger,
-      `failureMode '${options.failureMode}' applies until it answers${local}`,
-    );
+    this.failureModes = describeFailureModes(options.failureMode, new Map(), instances);
+    this.outage = new OutageLog(logger, this.meanwhile());
+  }
+
+  /**
+   * Names the routes whose failure mode is not the module's (by mode) in the outage and
+   * breaker warnings, so that they say what applies where.
+   */
+  nameFailureModes(routes: ReadonlyMap<FailureMode, readonly string[]>): void {
+    const { failureMode, instances } = this.options;
+    this.failureModes = describeFailureModes(failureMode, routes, instances);
+    this.outage.meanwhile = this.meanwhile();
+  }
+
+  private meanwhile(): string {
+    return `until it answers, ${this.failureModes} applies`;
   }
 
   /**
@@ -306,11 +318,14 @@ export class ResilientStore {
     return Promise.reject(this.unavailable(error));
   }
 
-  /** Store failures (thrown, rejected, silent or refused by the breaker) as the limiter reports them. */
+  /**
+   * Store failures (thrown, rejected, silent or refused by the breaker) as the limiter
+   * reports them: the default message, which a client may see, and the store's error as the
+   * cause, which only the log and the app's code see.
+   */
   private unavailable(error: unknown): RateLimitUnavailableException {
-    const reason = error instanceof Error ? error.message : String(error);
     return new RateLimitUnavailableException(
-      `Rate limit store unavailable: ${reason}`,
+      undefined,
       retryAfterSeconds(this.options.timeout),
       error,
     );
@@ -321,11 +336,11 @@ export class ResilientStore {
   }
 
   private reportBreaker(open: boolean): void {
-    const { breaker, failureMode } = this.options;
+    const { breaker } = this.options;
     if (open) {
       this.logger.warn(
         `Rate limit store silent ${breaker!.failures} times in a row (${this.lastFailure}): circuit breaker open, ` +
-          `decisions take failureMode '${failureMode}' at once until it answers; ` +
+          `decisions take ${this.failureModes} without waiting until it answers; ` +
           (this.store.time
             ? 'probing it in the background'
             : `one probe every ${breaker!.halfOpenAfter} ms`),

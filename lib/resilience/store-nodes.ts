@@ -1,6 +1,5 @@
 import type { Logger } from '@nestjs/common';
 import type { BreakerOptions } from '../config/resolved-options.js';
-import type { FailureMode } from '../interfaces/rate-limit-policy.interface.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import { SilenceDetector } from './deadline.js';
 
@@ -28,7 +27,8 @@ export class StoreNodes {
 
   constructor(
     private readonly breakerOptions: BreakerOptions | undefined,
-    private readonly failureMode: FailureMode,
+    /** The failure modes in force, in words, for the breaker's warning. */
+    private readonly failureModes: () => string,
     private readonly logger: Logger,
     private readonly probe: ((name: string, node: StoreNode) => void) | undefined,
   ) {}
@@ -57,7 +57,7 @@ export class StoreNodes {
     const { failures, halfOpenAfter } = this.breakerOptions!;
     this.logger.warn(
       `Rate limit store node ${name} silent ${failures} times in a row: its circuit breaker open, ` +
-        `decisions on its keys take failureMode '${this.failureMode}' at once until it answers; ` +
+        `decisions on its keys take ${this.failureModes()} without waiting until it answers; ` +
         (this.probe ? 'probing it in the background' : `one probe every ${halfOpenAfter} ms`),
     );
   }

@@ -3,7 +3,7 @@ import type { ThrottlerStorage } from '@nestjs/throttler';
 import { RateLimitConfigError } from '../config/rate-limit-config.error.js';
 import { RateLimitUnavailableException, retryAfterSeconds } from '../rate-limit.exceptions.js';
 import { SilenceDetector } from '../resilience/deadline.js';
-import { OutageLog, describeFailure } from '../resilience/outage-log.js';
+import { OutageLog } from '../resilience/outage-log.js';
 import { awaitReady, createRedisClient } from '../stores/redis/redis-connection.js';
 import { clientPortOf, isRedisClient } from '../stores/redis/clients/client-port.js';
 import type { RedisClientPort } from '../stores/redis/clients/redis-client-port.js';
@@ -153,8 +153,9 @@ export class RedisThrottlerStorage
     if (error instanceof RateLimitConfigError) throw error;
     this.outage.failed(error);
     if (this.options.failureMode === 'closed') {
+      // The cause is logged above; the client's answer names none of it.
       throw new RateLimitUnavailableException(
-        `Rate limit store unavailable: ${describeFailure(error)}`,
+        undefined,
         retryAfterSeconds(this.options.timeout),
         error,
       );

@@ -176,7 +176,11 @@ describe('when Redis fails', () => {
         }
         // 9 / 3 instances: three here, then 429s, never a 5xx.
         expect(statuses).toEqual([200, 200, 200, 429, 429, 429]);
-        expect(logger.warnings.some((line) => line.includes('deciding locally at 1/3'))).toBe(true);
+        expect(
+          logger.warnings.some((line) =>
+            line.includes("failureMode 'local' at 1/3 of each limit applies"),
+          ),
+        ).toBe(true);
 
         await server.restart();
         // Back on Redis once the breaker's probe succeeds: a fresh client has 8 of 9 left there,

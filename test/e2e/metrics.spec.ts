@@ -4,6 +4,7 @@ import { DataPointType } from '@opentelemetry/sdk-metrics';
 import {
   RateLimit,
   RateLimiter,
+  RateLimitUnavailableException,
   RateLimitModule,
   type RateLimitModuleOptions,
 } from '../../lib/index.js';
@@ -162,7 +163,7 @@ describe.each<AdapterKind>(['express', 'fastify'])('metrics over HTTP with %s', 
       // Through the service: a failed call counts as a store failure too.
       await expect(
         openApp.app.get(RateLimiter).consume('service', { limit: 1, window: '1m' }),
-      ).rejects.toThrow('Rate limit store unavailable');
+      ).rejects.toThrow(RateLimitUnavailableException);
 
       expect(await open.counts()).toEqual({
         ...ANSWERED_THEN_THREE_FAILED_OPEN,

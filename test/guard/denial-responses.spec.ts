@@ -37,7 +37,6 @@ describe('DenialResponses: the 429', () => {
     expect([denial.getStatus(), denial.message, denial.retryAfter]).toEqual([429, MESSAGE, 7]);
     expect(denial.getResponse()).toEqual(defaultBody(MESSAGE));
     expect(denial.stack).not.toMatch(/\n\s+at /);
-    expect(responses.limitedBody(CONTEXT, DECISION, MESSAGE, 7)).toEqual(defaultBody(MESSAGE));
   });
 
   it('takes a limitedResponse string as its message', () => {
@@ -45,7 +44,6 @@ describe('DenialResponses: the 429', () => {
     const denial = responses.limited(CONTEXT, DECISION, MESSAGE, 7);
     expect(denial.message).toBe('Slow down');
     expect(denial.getResponse()).toEqual(defaultBody('Slow down'));
-    expect(responses.limitedBody(CONTEXT, DECISION, MESSAGE, 7)).toEqual(defaultBody('Slow down'));
     // A string is not called as a body function.
     expect(warnings).toEqual([]);
   });
@@ -60,7 +58,6 @@ describe('DenialResponses: the 429', () => {
     });
     const denial = responses.limited(CONTEXT, DECISION, MESSAGE, 7);
     expect([denial.message, denial.getResponse()]).toEqual([MESSAGE, { wait: 7 }]);
-    expect(responses.limitedBody(CONTEXT, DECISION, MESSAGE, 7)).toEqual({ wait: 7 });
     expect(seen[0]).toEqual([
       CONTEXT,
       { status: 429, retryAfter: 7, message: MESSAGE, decision: DECISION },
@@ -76,7 +73,6 @@ describe('DenialResponses: the 429', () => {
     expect(responses.limited(CONTEXT, DECISION, MESSAGE, 7).getResponse()).toEqual(
       defaultBody(MESSAGE),
     );
-    expect(responses.limitedBody(CONTEXT, DECISION, MESSAGE, 7)).toEqual(defaultBody(MESSAGE));
     expect(warnings).toEqual(['limitedResponse failed (template missing); sent the default body']);
   });
 });

@@ -25,7 +25,8 @@ const HALF_OPEN_AFTER_MS = 5_000;
 const settled = (work: Promise<unknown>) =>
   work.then(
     () => 'ok',
-    (error: Error) => error.message,
+    // The store's own error: the exception's message is the one a client may see.
+    (error: Error) => ((error.cause as Error | undefined) ?? error).message,
   );
 
 /** The breaker recovers the moment Redis answers again, whatever the fault. */

@@ -31,7 +31,11 @@ async function timed<T>(
 ): Promise<{ ms: number; ok: boolean; error?: string }> {
   const error = await work.then(
     () => undefined,
-    (failure: unknown) => (failure instanceof Error ? failure.message : String(failure)),
+    // The store's own error: the exception's message is the one a client may see.
+    (failure: unknown) =>
+      failure instanceof Error
+        ? ((failure.cause as Error | undefined) ?? failure).message
+        : String(failure),
   );
   return { ms: performance.now() - started, ok: error === undefined, error };
 }

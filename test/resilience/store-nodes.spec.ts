@@ -65,7 +65,8 @@ function resumableNodeStore() {
 const settled = (work: Promise<unknown>) =>
   work.then(
     () => 'ok',
-    (error: Error) => error.message,
+    // The store's own error: the exception's message is the one a client may see.
+    (error: Error) => ((error.cause as Error | undefined) ?? error).message,
   );
 
 describe('a silence detector and a circuit breaker per node', () => {
