@@ -159,4 +159,45 @@ describe('the outage log on a real Redis', () => {
       await store.close();
     }
   }, 15_000);
+
+  it('times an outage from its first failed store call, the deny cache answering before it', async () => {
+    const client = await createRedisClient(server.url, new Logger('test'));
+    const store = new RedisStore(client, true);
+    const limiter = new RateLimiter(resolveOptions({ timeout: 100, breaker: false }), store);
+    const policy: RateLimitPolicy = { limit: 1, window: '1h' };
+    const consumed = (key: string) =>
+      limiter.consume(key, policy).then(
+        (decision) => decision.allowed,
+        () => undefined,
+      );
+    try {
+      expect([await consumed('hot'), await consumed('hot')]).toEqual([true, false]);
+      await server.kill();
+      logger.lines.length = 0;
+      // The deny cache answers the denied client without a store call: no outage yet.
+      for (let i = 0; i < 10; i++) {
+        expect(await consumed('hot')).toBe(false);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(logger.lines).toEqual([]);
+      const firstFailure = performance.now();
+      expect(await consumed('other')).toBeUndefined();
+      expect(logger.lines).toEqual([
+        expect.stringMatching(/^warn Rate limit store unavailable: connection (lost|refused)/),
+      ]);
+      await server.restart();
+      const back = performance.now() + 5_000;
+      while ((await consumed('other')) === undefined) {
+        if (performance.now() > back) throw new Error('never answered again');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const lasted = (performance.now() - firstFailure) / 1_000;
+      const [line] = logger.lines.filter((one) => one.includes('answering again after'));
+      const logged = Number(/after (\d+\.\d) s/.exec(line)![1]);
+      expect(Math.abs(logged - lasted)).toBeLessThan(0.2);
+    } finally {
+      await limiter.onApplicationShutdown();
+      await store.close();
+    }
+  }, 15_000);
 });
