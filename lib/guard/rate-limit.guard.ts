@@ -15,13 +15,17 @@ import {
   RATE_LIMIT_GUARD_METADATA,
   RATE_LIMIT_OPTIONS,
 } from '../rate-limit.constants.js';
-import { RateLimitUnavailableException } from '../rate-limit.exceptions.js';
+import {
+  type RateLimitExceededException,
+  RateLimitUnavailableException,
+} from '../rate-limit.exceptions.js';
 import { AbsentKeys, hasAbsentKey } from './absent-keys.js';
 import { clientIp } from './client-ip.js';
 import { denialMessage, retryAfterOf } from './denial-message.js';
 import type { FailureMode, KeyResolver } from '../interfaces/rate-limit-policy.interface.js';
 import type { RateLimitDecision } from '../interfaces/rate-limit-decision.interface.js';
-import { writeRateLimitHeaders } from './rate-limit-headers.js';
+import { tightestResult, writeRateLimitHeaders } from './rate-limit-headers.js';
+import { type RenderedDenial, RenderedDenials } from './rendered-denials.js';
 import { RateLimiter } from '../limiter/rate-limiter.service.js';
 import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
 import { type RoutePlan, RoutePlanner } from './route-planner.js';
@@ -49,6 +53,19 @@ export class RateLimitGuard implements CanActivate {
   /** Set by RateLimitModule on its global instance, which yields to a guard applied by @UseGuards. */
   [GLOBAL_GUARD] = false;
   private readonly responses: DenialResponses;
+  /** False in a subclass that overrides deny or getResponse: its hooks answer every 429. */
+  private readonly rendersOwnDenials: boolean;
+  /** Each route's last 429, for the next while it shows the same (see refuse). */
+  private readonly lastDenials = new WeakMap<RoutePlan, RenderedDenials>();
+  /**
+   * Header names as the HTTP adapter stores them: Fastify lowercases every name it is given,
+   * which costs a new string (and a lookup of it) per header unless it is lowercase already.
+   */
+  private headerName: (name: string) => string = (name) => {
+    const lower = this.adapterHost.httpAdapter?.getType() === 'fastify';
+    this.headerName = lower ? (given) => given.toLowerCase() : (given) => given;
+    return this.headerName(name);
+  };
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) protected readonly options: ResolvedRateLimitOptions,
     protected readonly limiter: RateLimiter,
@@ -62,6 +79,9 @@ export class RateLimitGuard implements CanActivate {
       options.onDecision || options.metrics
         ? new DecisionReporter(options, this.logger)
         : undefined;
+    this.rendersOwnDenials =
+      this.deny === RateLimitGuard.prototype.deny &&
+      this.getResponse === RateLimitGuard.prototype.getResponse;
   }
 
   // Not async: on HTTP the decision's own promise is all Nest awaits.
@@ -119,11 +139,53 @@ export class RateLimitGuard implements CanActivate {
 
   /**
    * Answers a denial, headers first, with deny()'s exception: it travels Nest's exception
-   * path, so interceptors, filters and instrumentation see the request end.
+   * path, so interceptors, filters and instrumentation see the request end. Unless a
+   * subclass overrides deny or getResponse, the route's last 429 is reused while it shows the
+   * same (RenderedDenials), and the exception is returned as a rejection rather than thrown:
+   * V8 records a message for each throw, and Nest's own frames rethrow it anyway.
    */
-  private refuse(context: ExecutionContext, decision: RateLimitDecision, plan: RoutePlan): never {
-    this.setHeaders(context, decision, plan);
-    this.deny(context, decision);
+  private refuse(
+    context: ExecutionContext,
+    decision: RateLimitDecision,
+    plan: RoutePlan,
+  ): Promise<never> {
+    if (!this.rendersOwnDenials) {
+      this.setHeaders(context, decision, plan);
+      this.deny(context, decision);
+    }
+    let denials = this.lastDenials.get(plan);
+    if (!denials) {
+      denials = new RenderedDenials();
+      this.lastDenials.set(plan, denials);
+    }
+    const { headers, retryAfter, message } = this.rendered(denials, decision, plan);
+    const response = this.getResponse(context);
+    if (response) {
+      const { httpAdapter } = this.adapterHost;
+      for (const [name, value] of headers) httpAdapter.setHeader(response, name, value);
+    }
+    return Promise.reject(this.responses.limited(context, decision, message, retryAfter));
+  }
+
+  /** The headers and message of a route's 429: the route's last, if it shows the same. */
+  private rendered(
+    denials: RenderedDenials,
+    decision: RateLimitDecision,
+    plan: RoutePlan,
+  ): RenderedDenial {
+    const style = this.options.headers;
+    const retryAfter = retryAfterOf(decision);
+    const tightest = style === 'legacy' || style === 'both' ? tightestResult(decision.results) : -1;
+    const known = denials.find(decision, retryAfter, tightest);
+    if (known) return known;
+    const headers: [string, string][] = [];
+    writeRateLimitHeaders(decision, style, plan.policyHeader, (name, value) =>
+      headers.push([this.headerName(name), value]),
+    );
+    headers.push([this.headerName('Retry-After'), String(retryAfter)]);
+    const rendered = { headers, retryAfter, message: denialMessage(decision, retryAfter) };
+    denials.keep(decision, retryAfter, tightest, rendered);
+    return rendered;
   }
 
   /** Who is limited, per policy; override to key by user, API key or tenant. */
@@ -172,9 +234,21 @@ export class RateLimitGuard implements CanActivate {
    * cost can pass, and the message says so.
    */
   protected deny(context: ExecutionContext, decision: RateLimitDecision): never {
+    throw this.limitedException(context, decision);
+  }
+
+  /**
+   * The 429 deny() throws, Retry-After set. Returned, not thrown: V8 moves a function
+   * towards optimization as it returns, so one that always throws is never optimized, and
+   * this is most of a denial's work.
+   */
+  private limitedException(
+    context: ExecutionContext,
+    decision: RateLimitDecision,
+  ): RateLimitExceededException {
     const retryAfter = retryAfterOf(decision);
     this.setRetryAfter(context, retryAfter);
-    throw this.responses.limited(
+    return this.responses.limited(
       context,
       decision,
       denialMessage(decision, retryAfter),
