@@ -20,7 +20,7 @@ import {
   RateLimitExceededException,
   RateLimitUnavailableException,
 } from '../rate-limit.exceptions.js';
-import { clientIp } from './client-ip.js';
+import { clientIpKeyBy } from './proxy-trust-check.js';
 import { denialMessage, retryAfterOf } from './denial-message.js';
 import { onRenderedByModule } from './module-filter.js';
 import type { FailureMode, KeyResolver } from '../interfaces/rate-limit-policy.interface.js';
@@ -78,7 +78,7 @@ export class RateLimitGuard implements CanActivate {
     private readonly adapterHost: HttpAdapterHost,
   ) {
     this.contextTypes = new Set(options.contextTypes);
-    this.keyBy = options.keyBy ?? clientIp;
+    this.keyBy = options.keyBy ?? clientIpKeyBy(options, this.logger);
     this.responses = new DenialResponses(options, this.logger);
     this.reporter =
       options.onDecision || options.metrics

@@ -115,6 +115,14 @@ export interface RateLimitModuleOptions {
    */
   keyBy?: KeyResolver;
   /**
+   * How many leading bits of an IPv6 client address make one client, for the default
+   * `keyBy`: a client usually holds a whole /64 (or /56, /48) and could otherwise rotate
+   * through its addresses. An integer from 32 to 128; IPv4 and IPv4-mapped IPv6 addresses
+   * are keyed by the whole IPv4 address.
+   * @default 64
+   */
+  ipv6Subnet?: number;
+  /**
    * Returns true for requests that are not limited.
    * @default undefined (every request is limited)
    */
