@@ -89,8 +89,8 @@ export interface RateLimitModuleOptions {
   /**
    * The circuit breaker on the store: after `failures` failed decisions in a row it opens and
    * decisions take the failure mode at once, without waiting; every `halfOpenAfter` ms one
-   * decision probes the store, and its success closes the breaker. `false` turns it off. An
-   * extension.
+   * decision probes the store (waiting its deadline if the store is still silent), and its
+   * success closes the breaker. `false` turns it off. An extension.
    * @default { failures: 3, halfOpenAfter: 500 }
    */
   breaker?: false | { failures?: number; halfOpenAfter?: number };
