@@ -14,7 +14,12 @@ export {
   RateLimitUnavailableException,
 } from './rate-limit.exceptions.js';
 export { RateLimitConfigError } from './config/rate-limit-config.error.js';
-export { RATE_LIMIT_OPTIONS, RATE_LIMIT_REDIS, RATE_LIMIT_STORE } from './rate-limit.constants.js';
+export {
+  RATE_LIMIT_CLOCK,
+  RATE_LIMIT_OPTIONS,
+  RATE_LIMIT_REDIS,
+  RATE_LIMIT_STORE,
+} from './rate-limit.constants.js';
 
 // Helpers for apps: headers for a RateLimiter decision, the default key, transport codes.
 export { rateLimitHeaders } from './guard/rate-limit-headers.js';

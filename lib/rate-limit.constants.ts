@@ -7,6 +7,12 @@ export const RATE_LIMIT_OPTIONS = Symbol('RATE_LIMIT_OPTIONS');
 export const RATE_LIMIT_REDIS = Symbol('RATE_LIMIT_REDIS');
 /** The `RateLimitStore` deciding requests: Redis or the embedded one. */
 export const RATE_LIMIT_STORE = Symbol('RATE_LIMIT_STORE');
+/**
+ * Where the module reads time (the `clock` option: 'redis', 'local' or a function returning
+ * epoch ms). A test overrides it to drive the app's own limits on a virtual clock:
+ * `overrideProvider(RATE_LIMIT_CLOCK).useValue(() => virtualNow)`, as `clock: fn` would.
+ */
+export const RATE_LIMIT_CLOCK = Symbol('RATE_LIMIT_CLOCK');
 
 export const RATE_LIMIT_POLICIES_METADATA = 'nestjs-redis-rate-limiter:policies';
 export const SKIP_RATE_LIMIT_METADATA = 'nestjs-redis-rate-limiter:skip';

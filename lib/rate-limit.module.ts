@@ -10,6 +10,7 @@ import { globalMeterProvider } from './config/metrics-option.js';
 import { otherCopiesLoaded } from './package-copies.js';
 import {
   GLOBAL_GUARD,
+  RATE_LIMIT_CLOCK,
   RATE_LIMIT_OPTIONS,
   RATE_LIMIT_REDIS,
   RATE_LIMIT_STORE,
@@ -17,7 +18,10 @@ import {
 import { RateLimitExceptionFilter } from './rate-limit.filter.js';
 import { RateLimitGuard } from './guard/rate-limit.guard.js';
 import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } from './rate-limit.module-definition.js';
-import type { RateLimitModuleOptions } from './interfaces/rate-limit-options.interface.js';
+import type {
+  ClockOption,
+  RateLimitModuleOptions,
+} from './interfaces/rate-limit-options.interface.js';
 import { RateLimiter } from './limiter/rate-limiter.service.js';
 import { RoutePlanner } from './guard/route-planner.js';
 import { awaitReady, createRedisClient } from './stores/redis/redis-connection.js';
@@ -41,10 +45,17 @@ const NO_GUARD = { canActivate: () => true };
   imports: [DiscoveryModule],
   providers: [
     {
-      provide: RATE_LIMIT_OPTIONS,
-      useFactory: async (options: RateLimitModuleOptions) =>
-        resolveOptions(options, await globalMeterProvider(options.metrics)),
+      provide: RATE_LIMIT_CLOCK,
+      useFactory: (options: RateLimitModuleOptions | undefined): ClockOption =>
+        options?.clock ?? 'redis',
       inject: [MODULE_OPTIONS_TOKEN],
+    },
+    {
+      // The clock as the token gives it, so an overridden one is read everywhere `clock` is.
+      provide: RATE_LIMIT_OPTIONS,
+      useFactory: async (options: RateLimitModuleOptions | undefined, clock: ClockOption) =>
+        resolveOptions({ ...options, clock }, await globalMeterProvider(options?.metrics)),
+      inject: [MODULE_OPTIONS_TOKEN, RATE_LIMIT_CLOCK],
     },
     {
       provide: RATE_LIMIT_REDIS,
@@ -96,6 +107,7 @@ const NO_GUARD = { canActivate: () => true };
   ],
   // RateLimiter and RoutePlanner: what @UseGuards(RateLimitGuard) or a subclass needs anywhere.
   exports: [
+    RATE_LIMIT_CLOCK,
     RATE_LIMIT_OPTIONS,
     RATE_LIMIT_REDIS,
     RATE_LIMIT_STORE,

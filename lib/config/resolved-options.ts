@@ -16,6 +16,7 @@ import {
   type RateLimitPolicy,
 } from '../interfaces/rate-limit-policy.interface.js';
 import { resolvePolicies } from './resolved-policy.js';
+import { DEFAULT_IPV6_SUBNET, isIpv6Subnet } from './ipv6-subnet.js';
 import type { RateLimitContextType } from '../interfaces/rate-limit-options.interface.js';
 import type { RateLimitMeterProvider } from '../interfaces/rate-limit-metrics.interface.js';
 import type { FailureMode } from '../interfaces/rate-limit-policy.interface.js';
@@ -37,6 +38,8 @@ export interface ResolvedRateLimitOptions {
   readonly headers: HeaderStyle;
   /** Undefined: the guard keys by client IP (`clientIp`). */
   readonly keyBy: KeyResolver | undefined;
+  /** The leading bits of an IPv6 client address that make one client (default `keyBy`). */
+  readonly ipv6Subnet: number;
   readonly skip: ((context: ExecutionContext) => boolean | Promise<boolean>) | undefined;
   readonly dryRun: boolean;
   readonly clock: ClockOption;
@@ -86,6 +89,7 @@ export function resolveOptions(
     headers = 'ietf',
     clock = 'redis',
     contextTypes = CONTEXT_TYPES,
+    ipv6Subnet = DEFAULT_IPV6_SUBNET,
   } = options;
   if (typeof prefix !== 'string' || !PREFIX.test(prefix) || Buffer.byteLength(prefix) > 32) {
     throw fail('prefix', `must be 1-32 bytes without braces or spaces (got ${shown(prefix)})`);
@@ -123,6 +127,12 @@ export function resolveOptions(
     throw fail(
       'clock',
       `must be 'redis', 'local' or a function returning epoch ms (got ${shown(clock)})`,
+    );
+  }
+  if (!isIpv6Subnet(ipv6Subnet)) {
+    throw fail(
+      'ipv6Subnet',
+      `must be an integer from 32 to 128, the leading bits of an IPv6 address that make one client (got ${shown(ipv6Subnet)})`,
     );
   }
   const { store } = options;
@@ -186,6 +196,7 @@ export function resolveOptions(
     instances,
     headers,
     keyBy: options.keyBy,
+    ipv6Subnet,
     skip: options.skip,
     dryRun: options.dryRun === true,
     clock,

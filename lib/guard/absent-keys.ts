@@ -19,7 +19,11 @@ export function hasAbsentKey(keys: readonly unknown[]): boolean {
 export class AbsentKeys {
   private readonly logs = new Map<string, ThrottledLog>();
 
-  constructor(private readonly logger: Logger) {}
+  /** @param ipv6Subnet the leading bits of an IPv6 address that make one client */
+  constructor(
+    private readonly logger: Logger,
+    private readonly ipv6Subnet: number,
+  ) {}
 
   /**
    * `keys` with each absent one replaced by the client address.
@@ -35,7 +39,7 @@ export class AbsentKeys {
     return keys.map((key, i) => {
       if (key !== undefined && key !== null && key !== '') return key;
       this.warn(route, policies[i].name, key);
-      return (address ??= clientIp(context));
+      return (address ??= clientIp(context, this.ipv6Subnet));
     });
   }
 

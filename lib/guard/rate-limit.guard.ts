@@ -20,7 +20,7 @@ import {
   RateLimitUnavailableException,
 } from '../rate-limit.exceptions.js';
 import { AbsentKeys, hasAbsentKey } from './absent-keys.js';
-import { clientIp } from './client-ip.js';
+import { clientIpKeyBy } from './proxy-trust-check.js';
 import { denialMessage, retryAfterOf } from './denial-message.js';
 import type { FailureMode, KeyResolver } from '../interfaces/rate-limit-policy.interface.js';
 import type { RateLimitDecision } from '../interfaces/rate-limit-decision.interface.js';
@@ -45,7 +45,7 @@ import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js'
 export class RateLimitGuard implements CanActivate {
   protected readonly logger = new Logger('RateLimit');
   private readonly dryRunLog = new ThrottledLog(this.logger);
-  private readonly absentKeys = new AbsentKeys(this.logger);
+  private readonly absentKeys: AbsentKeys;
   private readonly contextTypes: ReadonlySet<string>;
   private readonly keyBy: KeyResolver;
   /** Set when the onDecision or metrics option is: without them, reporting costs nothing. */
@@ -73,7 +73,8 @@ export class RateLimitGuard implements CanActivate {
     private readonly adapterHost: HttpAdapterHost,
   ) {
     this.contextTypes = new Set(options.contextTypes);
-    this.keyBy = options.keyBy ?? clientIp;
+    this.keyBy = options.keyBy ?? clientIpKeyBy(options, this.logger);
+    this.absentKeys = new AbsentKeys(this.logger, options.ipv6Subnet);
     this.responses = new DenialResponses(options, this.logger);
     this.reporter =
       options.onDecision || options.metrics

@@ -89,8 +89,8 @@ export interface RateLimitModuleOptions {
   /**
    * The circuit breaker on the store: after `failures` failed decisions in a row it opens and
    * decisions take the failure mode at once, without waiting; every `halfOpenAfter` ms one
-   * decision probes the store, and its success closes the breaker. `false` turns it off. An
-   * extension.
+   * decision probes the store (waiting its deadline if the store is still silent), and its
+   * success closes the breaker. `false` turns it off. An extension.
    * @default { failures: 3, halfOpenAfter: 500 }
    */
   breaker?: false | { failures?: number; halfOpenAfter?: number };
@@ -114,6 +114,14 @@ export interface RateLimitModuleOptions {
    * socket's peer address)
    */
   keyBy?: KeyResolver;
+  /**
+   * How many leading bits of an IPv6 client address make one client, for the default
+   * `keyBy`: a client usually holds a whole /64 (or /56, /48) and could otherwise rotate
+   * through its addresses. An integer from 32 to 128; IPv4 and IPv4-mapped IPv6 addresses
+   * are keyed by the whole IPv4 address.
+   * @default 64
+   */
+  ipv6Subnet?: number;
   /**
    * Returns true for requests that are not limited.
    * @default undefined (every request is limited)

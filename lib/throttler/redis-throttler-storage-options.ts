@@ -5,7 +5,11 @@ import type {
   RedisConnectionOptions,
 } from '../interfaces/redis-client.interface.js';
 
-/** What `new RedisThrottlerStorage(redis)` takes: whatever RateLimitModule's `redis` option takes. */
+/**
+ * What `new RedisThrottlerStorage(redis)` takes: whatever RateLimitModule's `redis` option
+ * takes. Undefined (an unset REDIS_URL) is @nestjs/throttler's in-memory storage, as the
+ * module's embedded store.
+ */
 export type ThrottlerRedisOption = string | RedisConnectionOptions | RedisClientLike;
 
 /** The second argument of `new RedisThrottlerStorage(redis, options)`. */
@@ -48,7 +52,14 @@ export function resolveThrottlerStorageOptions(
     new RateLimitConfigError(`Invalid RedisThrottlerStorage option ${field}: ${problem}`);
   const shown = (value: unknown) =>
     typeof value === 'function' ? 'a function' : JSON.stringify(value);
-  if (typeof redis === 'string' ? redis.trim() === '' : typeof redis !== 'object' || !redis) {
+  if (typeof redis === 'string' && redis.trim() === '') {
+    throw fail(
+      'redis',
+      'is an empty string (is REDIS_URL set but empty?): give a URL such as redis://host:6379, ' +
+        "or leave it undefined for @nestjs/throttler's in-memory storage (limits per process)",
+    );
+  }
+  if (redis !== undefined && typeof redis !== 'string' && (typeof redis !== 'object' || !redis)) {
     throw fail(
       'redis',
       `must be a URL such as redis://host:6379, ioredis options or a client (got ${shown(redis)})`,
@@ -71,6 +82,12 @@ export function resolveThrottlerStorageOptions(
     throw fail(
       'clock',
       `must be 'redis', 'local' or a function returning epoch ms (got ${shown(clock)})`,
+    );
+  }
+  if (redis === undefined && typeof clock === 'function') {
+    throw fail(
+      'clock',
+      "a function needs Redis: without redis, @nestjs/throttler's in-memory storage counts on Date.now()",
     );
   }
   return { prefix, timeout, maxWait: Math.max(2_000, timeout), failureMode, clock };

@@ -54,11 +54,14 @@ const VIRTUAL_CLOCK_TTL_FLOOR_MS = 60_000;
  * RedisThrottlerStorage(redis, options) })`. Each increment is one atomic script
  * (lua/throttler-increment.lua) with the semantics of throttler's own in-memory storage, so
  * every instance of an app shares one count per key; under this package's deadline and
- * failure mode when Redis is away.
+ * failure mode when Redis is away. With `redis` undefined (an unset REDIS_URL), it is
+ * throttler's in-memory storage itself, with a warning at start that limits are per process,
+ * as RateLimitModule's embedded store.
  *
  * Nest calls onModuleInit (connects, and fails the start if a URL or options are given
  * without ioredis installed) and onApplicationShutdown (closes a client the storage created,
- * never one the app passed in); used outside Nest, call them yourself.
+ * never one the app passed in; a later app using the storage connects again); used outside
+ * Nest, call them yourself.
  */
 export class RedisThrottlerStorage
   implements ThrottlerStorage, OnModuleInit, OnApplicationShutdown
@@ -67,12 +70,14 @@ export class RedisThrottlerStorage
   /** Whether the storage made the client (from a URL or options), and so closes it. */
   private readonly owned: boolean;
   private client: Promise<RedisClientPort> | undefined;
+  /** Without redis: @nestjs/throttler's own in-memory storage, loaded at first need. */
+  private memory: Promise<ThrottlerStorage & OnApplicationShutdown> | undefined;
   private readonly silence = new SilenceDetector();
   private readonly outage: OutageLog;
   private readonly ttlFloor: string;
 
   constructor(
-    private readonly redis: ThrottlerRedisOption,
+    private readonly redis?: ThrottlerRedisOption,
     options?: RedisThrottlerStorageOptions,
   ) {
     this.options = resolveThrottlerStorageOptions(redis, options);
@@ -86,6 +91,15 @@ export class RedisThrottlerStorage
   }
 
   async onModuleInit(): Promise<void> {
+    if (this.redis === undefined) {
+      await this.inMemory();
+      logger.warn(
+        "No redis given: using @nestjs/throttler's in-memory storage, so limits are per " +
+          'process. Behind a load balancer with N instances a client gets N times the limit; ' +
+          'give a Redis URL (is REDIS_URL unset?).',
+      );
+      return;
+    }
     const client = await this.connection();
     // A client the app owns: waits briefly for it, and warns if it is not reachable yet.
     if (!this.owned) await awaitReady(client, logger);
@@ -93,8 +107,12 @@ export class RedisThrottlerStorage
   }
 
   async onApplicationShutdown(): Promise<void> {
+    if (this.memory) (await this.memory).onApplicationShutdown();
     if (!this.owned || !this.client) return;
-    const client = await this.client.catch(() => undefined);
+    const closing = this.client;
+    // Forgotten, not kept closed: an app that uses this storage later connects again.
+    this.client = undefined;
+    const client = await closing.catch(() => undefined);
     await client?.close();
   }
 
@@ -114,6 +132,11 @@ export class RedisThrottlerStorage
     const problem = badArgument(ttl, limit, blockDuration);
     if (problem)
       return Promise.reject(new TypeError(`RedisThrottlerStorage.increment: ${problem}`));
+    if (this.redis === undefined) {
+      return this.inMemory().then((memory) =>
+        memory.increment(key, ttl, limit, blockDuration, throttlerName),
+      );
+    }
     const { clock, prefix, timeout, maxWait } = this.options;
     const now = clock === 'redis' ? '' : String(clock === 'local' ? Date.now() : clock());
     const { record, hits, name } = throttlerKeys(prefix, key, throttlerName);
@@ -127,10 +150,21 @@ export class RedisThrottlerStorage
     );
   }
 
+  /**
+   * @nestjs/throttler's ThrottlerStorageService, loaded only here: this entry loads without
+   * @nestjs/throttler installed (which an app constructing the storage has anyway).
+   */
+  private inMemory(): Promise<ThrottlerStorage & OnApplicationShutdown> {
+    this.memory ??= import('@nestjs/throttler').then(
+      ({ ThrottlerStorageService }) => new ThrottlerStorageService(),
+    );
+    return this.memory;
+  }
+
   /** The client: the app's own, or made from the URL or options once, at first need. */
   private connection(): Promise<RedisClientPort> {
     if (this.client) return this.client;
-    const { redis } = this;
+    const redis = this.redis!;
     if (isRedisClient(redis)) {
       const port = clientPortOf(redis);
       // A lazyConnect client would otherwise never connect: nothing is sent to it until ready.

@@ -18,6 +18,7 @@ describe('resolveOptions', () => {
       clock: 'redis',
       denyCacheEntries: 10_000,
       guard: true,
+      ipv6Subnet: 64,
     });
     expect(resolveOptions({ denyCache: false }).denyCacheEntries).toBe(0);
     expect(resolveOptions({ denyCache: { maxEntries: 5 } }).denyCacheEntries).toBe(5);
@@ -37,6 +38,10 @@ describe('resolveOptions', () => {
     [{ failureMode: 'open', instances: 0 }, 'instances'],
     [{ headers: 'x-only' }, 'headers'],
     [{ clock: 'ntp' }, 'clock'],
+    [{ ipv6Subnet: 31 }, 'ipv6Subnet'],
+    [{ ipv6Subnet: 129 }, 'ipv6Subnet'],
+    [{ ipv6Subnet: 48.5 }, 'ipv6Subnet'],
+    [{ ipv6Subnet: '48' }, 'ipv6Subnet'],
     [{ keyBy: 'ip' }, 'keyBy'],
     [{ onDecision: 'log' }, 'onDecision'],
     [{ limitedResponse: 429 }, 'limitedResponse'],
@@ -83,6 +88,13 @@ const invalid = (field: string, problem: string) =>
 const store = { decide: () => undefined, reset: () => undefined, close: () => undefined };
 
 const MISTAKES: [unknown, string][] = [
+  [
+    { ipv6Subnet: 16 },
+    invalid(
+      'ipv6Subnet',
+      'must be an integer from 32 to 128, the leading bits of an IPv6 address that make one client (got 16)',
+    ),
+  ],
   [{ prefix: 5 }, invalid('prefix', 'must be 1-32 bytes without braces or spaces (got 5)')],
   [{ prefix: '' }, invalid('prefix', 'must be 1-32 bytes without braces or spaces (got "")')],
   [{ prefix: 'a b' }, invalid('prefix', 'must be 1-32 bytes without braces or spaces (got "a b")')],
@@ -268,6 +280,8 @@ describe('resolveOptions boundaries', () => {
     { headers: 'none' },
     { clock: 'local' },
     { clock: () => 0 },
+    { ipv6Subnet: 32 },
+    { ipv6Subnet: 128 },
     { store },
     { contextTypes: [] },
     { contextTypes: ['http', 'my-transport'] },
@@ -332,6 +346,7 @@ describe('resolveOptions boundaries', () => {
       contextTypes: ['http'],
       denyCache: { maxEntries: 3 },
       defaults: { algorithm: 'token-bucket', scope: 'route' },
+      ipv6Subnet: 56,
       ...functions,
     } as unknown as RateLimitModuleOptions);
     expect(resolved).toEqual({
@@ -351,6 +366,7 @@ describe('resolveOptions boundaries', () => {
       guard: false,
       contextTypes: ['http'],
       defaults: { algorithm: 'token-bucket', scope: 'route' },
+      ipv6Subnet: 56,
       ...functions,
     });
     expect(resolveOptions({ dryRun: 'yes' } as never).dryRun).toBe(false);

@@ -126,6 +126,8 @@ describe('nestjs-redis-rate-limiter/throttler from the packed package', () => {
            throttlers: [{ name: 'short', ttl: 1000, limit: 3 }],
            storage: new RedisThrottlerStorage('redis://localhost:6379', options),
          });
+         // Step 0 of the migration guide: REDIS_URL may be unset (throttler's in-memory storage).
+         export const fromEnv = new RedisThrottlerStorage(process.env.REDIS_URL, options);
          // @ts-expect-error 'local' is RateLimitModule's alone
          new RedisThrottlerStorage('redis://localhost:6379', { failureMode: 'local' });`,
       );

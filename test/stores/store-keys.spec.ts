@@ -21,6 +21,49 @@ describe('normalizeIp', () => {
   it('puts two addresses of one /64 in one budget', () => {
     expect(normalizeIp('2001:db8::1')).toBe(normalizeIp('2001:db8::ffff:1'));
   });
+
+  describe('at an ipv6Subnet of its own', () => {
+    const address = '2001:db8:abcd:1234:5678:9abc:def0:1234';
+    it.each([
+      [32, '2001:db8::/32'],
+      [33, '2001:db8:8000::/33'],
+      [47, '2001:db8:abcc::/47'],
+      [48, '2001:db8:abcd::/48'],
+      [56, '2001:db8:abcd:1200::/56'],
+      [63, '2001:db8:abcd:1234::/63'],
+      [64, '2001:db8:abcd:1234::/64'],
+      [65, '2001:db8:abcd:1234:0::/65'],
+      [127, '2001:db8:abcd:1234:5678:9abc:def0:1234/127'],
+      [128, '2001:db8:abcd:1234:5678:9abc:def0:1234/128'],
+    ])('/%i keys %s', (subnet, key) => expect(normalizeIp(address, subnet)).toBe(key));
+
+    it('masks the bits past the prefix inside a group: /33, /56, /127', () => {
+      expect(normalizeIp('2001:db8:7fff::1', 33)).toBe('2001:db8:0::/33');
+      expect(normalizeIp('2001:db8:ffff::1', 33)).toBe('2001:db8:8000::/33');
+      expect(normalizeIp('2001:db8:abcd:12ff::', 56)).toBe('2001:db8:abcd:1200::/56');
+      expect(normalizeIp('2001:db8::5', 127)).toBe('2001:db8:0:0:0:0:0:4/127');
+    });
+
+    it('puts addresses of one prefix in one budget and of the next prefix in another', () => {
+      expect(normalizeIp('2001:db8:abcd:ff::1', 48)).toBe(normalizeIp('2001:db8:abcd::2', 48));
+      expect(normalizeIp('2001:db8:abce::1', 48)).not.toBe(normalizeIp('2001:db8:abcd::1', 48));
+      expect(normalizeIp('2001:db8::1', 128)).not.toBe(normalizeIp('2001:db8::2', 128));
+      expect(normalizeIp('2001:db8::4', 127)).toBe(normalizeIp('2001:db8::5', 127));
+    });
+
+    it('keys IPv4 and IPv4-mapped IPv6 by the IPv4 address whatever the subnet', () => {
+      expect(normalizeIp('::ffff:203.0.113.7', 48)).toBe('203.0.113.7');
+      expect(normalizeIp('203.0.113.7', 128)).toBe('203.0.113.7');
+    });
+
+    it('gives keys that stay readable in the hash tag at every size', () => {
+      for (let subnet = 32; subnet <= 128; subnet++) {
+        const key = normalizeIp('ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff', subnet);
+        expect(clientTag(key)).toBe(key);
+        expect(key.length).toBeLessThanOrEqual(43);
+      }
+    });
+  });
 });
 
 describe('clientTag', () => {

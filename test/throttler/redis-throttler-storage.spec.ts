@@ -6,7 +6,8 @@ import { useRedisServer } from '../support/redis-fixture.js';
 
 /**
  * The storage on its own (its semantics: differential.spec.ts; in apps: test/e2e/throttler-storage.spec.ts).
- * It imports only types of @nestjs/throttler, so Jest loads it.
+ * It imports only types of @nestjs/throttler (and the in-memory storage it uses without
+ * redis only when asked), so Jest loads it.
  */
 const redis = useRedisServer();
 
@@ -15,8 +16,16 @@ const MINUTE = 60_000;
 describe('RedisThrottlerStorage', () => {
   describe('options, checked at construction', () => {
     it.each<[string, unknown, unknown, RegExp]>([
-      ['an empty URL', '', undefined, /option redis: must be a URL/],
-      ['no redis', undefined, undefined, /option redis: must be a URL/],
+      ['an empty URL', '', undefined, /option redis: is an empty string \(is REDIS_URL set/],
+      ['a blank URL', ' ', undefined, /option redis: is an empty string/],
+      ['null', null, undefined, /option redis: must be a URL/],
+      ['a number', 6379, undefined, /option redis: must be a URL/],
+      [
+        'no redis with a virtual clock',
+        undefined,
+        { clock: () => 0 },
+        /option clock: a function needs Redis/,
+      ],
       [
         'a prefix with a brace',
         'redis://x',

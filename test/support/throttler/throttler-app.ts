@@ -65,7 +65,7 @@ const failureMode = process.env.FAILURE_MODE === 'closed' ? 'closed' : 'open';
   imports: [
     ThrottlerModule.forRoot({
       throttlers: THROTTLERS,
-      storage: new RedisThrottlerStorage(process.env.REDIS_URL!, { failureMode }),
+      storage: new RedisThrottlerStorage(process.env.REDIS_URL, { failureMode }),
       getTracker: (req: Record<string, { 'x-client'?: string }>) =>
         req.headers['x-client'] ?? 'anonymous',
     }),
