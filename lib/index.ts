@@ -51,6 +51,8 @@ export type {
   RateLimitCustomBody,
   RateLimitDenial,
   RateLimitErrorBody,
+  RateLimitOpenApiOptions,
+  RateLimitOpenApiSchema,
   RateLimitResponseOption,
 } from './interfaces/rate-limit-response.interface.js';
 export type {

@@ -20,6 +20,7 @@ import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } from './rate-limit.modu
 import type { RateLimitModuleOptions } from './interfaces/rate-limit-options.interface.js';
 import { RateLimiter } from './limiter/rate-limiter.service.js';
 import { RoutePlanner } from './guard/route-planner.js';
+import { documentRateLimitResponses } from './guard/openapi-responses.js';
 import { awaitReady, createRedisClient } from './stores/redis/redis-connection.js';
 import { clientPortOf, isRedisClient } from './stores/redis/clients/client-port.js';
 import type { RedisClientLike } from './interfaces/redis-client.interface.js';
@@ -29,6 +30,9 @@ import type { RateLimitStore } from './interfaces/rate-limit-store.interface.js'
 import { RedisStore } from './stores/redis/redis.store.js';
 
 const logger = new Logger('RateLimit');
+
+/** Made with the providers, before an app builds its OpenAPI document: see documentRateLimitResponses. */
+const OPENAPI_RESPONSES = Symbol('RateLimit OpenAPI responses');
 
 /** Lets every request through: the global guard slot when `guard: false`. */
 const NO_GUARD = { canActivate: () => true };
@@ -82,6 +86,14 @@ const NO_GUARD = { canActivate: () => true };
     RateLimiter,
     RoutePlanner,
     RateLimitGuard,
+    {
+      provide: OPENAPI_RESPONSES,
+      useFactory: async (options: ResolvedRateLimitOptions, planner: RoutePlanner) => {
+        await documentRateLimitResponses(options, planner, logger);
+        return true;
+      },
+      inject: [RATE_LIMIT_OPTIONS, RoutePlanner],
+    },
     {
       // Through the RateLimitGuard token, so overrideProvider(RateLimitGuard) replaces it here too.
       provide: APP_GUARD,
