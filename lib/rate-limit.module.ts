@@ -19,6 +19,7 @@ import { RateLimitGuard } from './guard/rate-limit.guard.js';
 import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } from './rate-limit.module-definition.js';
 import type { RateLimitModuleOptions } from './interfaces/rate-limit-options.interface.js';
 import { RateLimiter } from './limiter/rate-limiter.service.js';
+import { RateLimitHealthIndicator } from './rate-limit-health.indicator.js';
 import { RoutePlanner } from './guard/route-planner.js';
 import { documentRateLimitResponses } from './guard/openapi-responses.js';
 import { awaitReady, createRedisClient } from './stores/redis/redis-connection.js';
@@ -86,6 +87,7 @@ const NO_GUARD = { canActivate: () => true };
     RateLimiter,
     RoutePlanner,
     RateLimitGuard,
+    RateLimitHealthIndicator,
     {
       provide: OPENAPI_RESPONSES,
       useFactory: async (options: ResolvedRateLimitOptions, planner: RoutePlanner) => {
@@ -106,7 +108,8 @@ const NO_GUARD = { canActivate: () => true };
     },
     { provide: APP_FILTER, useFactory: moduleExceptionFilter, inject: [HttpAdapterHost] },
   ],
-  // RateLimiter and RoutePlanner: what @UseGuards(RateLimitGuard) or a subclass needs anywhere.
+  // RateLimiter and RoutePlanner: what @UseGuards(RateLimitGuard) or a subclass needs anywhere;
+  // RateLimitHealthIndicator: for the app's terminus health checks.
   exports: [
     RATE_LIMIT_OPTIONS,
     RATE_LIMIT_REDIS,
@@ -114,6 +117,7 @@ const NO_GUARD = { canActivate: () => true };
     RateLimiter,
     RoutePlanner,
     RateLimitGuard,
+    RateLimitHealthIndicator,
   ],
 })
 export class RateLimitModule

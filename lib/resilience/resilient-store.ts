@@ -14,6 +14,7 @@ import type {
 import { OutageLog } from './outage-log.js';
 import { strictestFailureMode } from '../config/failure-mode.js';
 import { failureKind } from './store-failure-kind.js';
+import { StoreHealth, type StoreHealthReading } from './store-health.js';
 
 /** What the resilient store reads of the module options. */
 export type ResilientStoreOptions = Pick<
@@ -54,6 +55,8 @@ export class ResilientStore {
   /** Set when the store can tell its time: then decisions carry `wantedUntil`. */
   private readonly clock: StoreClock | undefined;
   private readonly outage: OutageLog;
+  /** Whether the store's last call failed: what health checks read. */
+  private readonly health = new StoreHealth();
   /** Stops listening for the store's connection becoming ready. */
   private readonly stopReadyListener: (() => void) | undefined;
 
@@ -83,7 +86,10 @@ export class ResilientStore {
     // A connection that takes commands again ends the outage for the breaker at once: no
     // request waits for a probe's answer (or, without time(), for halfOpenAfter).
     const wholeBreaker = this.whole.breaker;
-    this.stopReadyListener = wholeBreaker && store.onReady?.(() => wholeBreaker.succeeded());
+    this.stopReadyListener = store.onReady?.(() => {
+      wholeBreaker?.succeeded();
+      this.health.answered();
+    });
     const local =
       instances === undefined
         ? ''
@@ -123,6 +129,16 @@ export class ResilientStore {
         throw this.unavailable(error);
       },
     );
+  }
+
+  /** What the limiter has seen of the store's health, for a health check (no call to it). */
+  healthReading(): StoreHealthReading {
+    return {
+      notReady: this.store.whyNotReady?.(),
+      failing: this.health.failing(),
+      breakerOpen: this.whole.breaker?.isOpen ?? false,
+      nodesWithBreakerOpen: this.nodes?.withBreakerOpen() ?? [],
+    };
   }
 
   close(): Promise<void> {
@@ -244,6 +260,7 @@ export class ResilientStore {
   private succeeded(askedAt: number, breaker = this.whole.breaker): void {
     this.options.metrics?.storeAnswered(askedAt);
     this.outage.answered();
+    this.health.answered();
     breaker?.succeeded();
   }
 
@@ -262,6 +279,7 @@ export class ResilientStore {
     this.options.metrics?.storeFailed(failureKind(error), askedAt);
     this.lastFailure = error instanceof Error ? error.message : String(error);
     this.outage.failed(error);
+    this.health.failed(error);
     if (error instanceof DeadlineExceededError) breaker?.failed(pass);
     else breaker?.succeeded();
   }
@@ -282,7 +300,10 @@ export class ResilientStore {
       ask(),
       { wantedFor: timeout, timeout, maxWait: timeout },
       askedAt,
-      () => breaker.succeeded(),
+      () => {
+        breaker.succeeded();
+        this.health.answered();
+      },
       (error: unknown) => {
         if (error instanceof DeadlineExceededError) this.probeWhileOpen(node, ask);
         else breaker.succeeded();
