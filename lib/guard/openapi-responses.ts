@@ -79,10 +79,10 @@ export class OpenApiResponses {
     const declared = { ...(Reflect.getMetadata(key, owner) as Responses), ...before };
     const added = Object.keys(wanted).filter((status) => !(status in declared));
     if (added.length === 0) return;
-    // A handler without responses of its own gets its success response from swagger, unless
-    // it documents any: then the success response must be written too.
-    if (before === undefined && !hasPluginMetadata(owner)) {
-      const success = String(successStatus(handler));
+    // Swagger gives a handler its default success response only while it documents none:
+    // one that had none gets that response written beside ours (the CLI plugin adds its own).
+    const success = String(successStatus(handler));
+    if (before === undefined && !hasPluginMetadata(owner) && !(success in declared)) {
       wanted[success] = { description: '' };
       added.push(success);
     }
