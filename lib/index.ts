@@ -7,6 +7,10 @@ export type { RateLimitOptionsFactory } from './rate-limit.module-definition.js'
 export { RateLimit, SkipRateLimit } from './rate-limit.decorator.js';
 export { RateLimitGuard } from './guard/rate-limit.guard.js';
 export { RateLimiter } from './limiter/rate-limiter.service.js';
+export {
+  RateLimitHealthIndicator,
+  type RateLimitHealthDetails,
+} from './rate-limit-health.indicator.js';
 export { RateLimitExceptionFilter } from './rate-limit.filter.js';
 export {
   RateLimitExceededException,
@@ -56,6 +60,8 @@ export type {
   RateLimitCustomBody,
   RateLimitDenial,
   RateLimitErrorBody,
+  RateLimitOpenApiOptions,
+  RateLimitOpenApiSchema,
   RateLimitResponseOption,
 } from './interfaces/rate-limit-response.interface.js';
 export type {
@@ -70,6 +76,7 @@ export type {
   RateLimitMetricAttributes,
   RateLimitMetricsOptions,
 } from './interfaces/rate-limit-metrics.interface.js';
+export type { RateLimitStoreStatus } from './interfaces/rate-limit-store-status.interface.js';
 export type { ResolvedRateLimitOptions } from './config/resolved-options.js';
 
 // For subclassing RateLimitGuard: the route plan its protected hooks receive.

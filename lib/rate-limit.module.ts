@@ -23,7 +23,9 @@ import type {
   RateLimitModuleOptions,
 } from './interfaces/rate-limit-options.interface.js';
 import { RateLimiter } from './limiter/rate-limiter.service.js';
+import { RateLimitHealthIndicator } from './rate-limit-health.indicator.js';
 import { RoutePlanner } from './guard/route-planner.js';
+import { documentRateLimitResponses } from './guard/openapi-responses.js';
 import { awaitReady, createRedisClient } from './stores/redis/redis-connection.js';
 import { clientPortOf, isRedisClient } from './stores/redis/clients/client-port.js';
 import type { RedisClientLike } from './interfaces/redis-client.interface.js';
@@ -33,6 +35,9 @@ import type { RateLimitStore } from './interfaces/rate-limit-store.interface.js'
 import { RedisStore } from './stores/redis/redis.store.js';
 
 const logger = new Logger('RateLimit');
+
+/** Made with the providers, before an app builds its OpenAPI document: see documentRateLimitResponses. */
+const OPENAPI_RESPONSES = Symbol('RateLimit OpenAPI responses');
 
 /** Lets every request through: the global guard slot when `guard: false`. */
 const NO_GUARD = { canActivate: () => true };
@@ -93,6 +98,15 @@ const NO_GUARD = { canActivate: () => true };
     RateLimiter,
     RoutePlanner,
     RateLimitGuard,
+    RateLimitHealthIndicator,
+    {
+      provide: OPENAPI_RESPONSES,
+      useFactory: async (options: ResolvedRateLimitOptions, planner: RoutePlanner) => {
+        await documentRateLimitResponses(options, planner, logger);
+        return true;
+      },
+      inject: [RATE_LIMIT_OPTIONS, RoutePlanner],
+    },
     {
       // Through the RateLimitGuard token, so overrideProvider(RateLimitGuard) replaces it here too.
       provide: APP_GUARD,
@@ -105,7 +119,8 @@ const NO_GUARD = { canActivate: () => true };
     },
     { provide: APP_FILTER, useClass: RateLimitExceptionFilter },
   ],
-  // RateLimiter and RoutePlanner: what @UseGuards(RateLimitGuard) or a subclass needs anywhere.
+  // RateLimiter and RoutePlanner: what @UseGuards(RateLimitGuard) or a subclass needs anywhere;
+  // RateLimitHealthIndicator: for the app's terminus health checks.
   exports: [
     RATE_LIMIT_CLOCK,
     RATE_LIMIT_OPTIONS,
@@ -114,6 +129,7 @@ const NO_GUARD = { canActivate: () => true };
     RateLimiter,
     RoutePlanner,
     RateLimitGuard,
+    RateLimitHealthIndicator,
   ],
 })
 export class RateLimitModule

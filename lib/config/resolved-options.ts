@@ -6,7 +6,10 @@ import type {
   PolicyDefaults,
   RateLimitModuleOptions,
 } from '../interfaces/rate-limit-options.interface.js';
-import type { RateLimitResponseOption } from '../interfaces/rate-limit-response.interface.js';
+import type {
+  RateLimitOpenApiOptions,
+  RateLimitResponseOption,
+} from '../interfaces/rate-limit-response.interface.js';
 import { createMetrics } from './metrics-option.js';
 import type { RateLimitMetrics } from '../observability/rate-limit-metrics.js';
 import type { RateLimitDecisionHook } from '../interfaces/rate-limit-event.interface.js';
@@ -50,6 +53,8 @@ export interface ResolvedRateLimitOptions {
   readonly onDecision: RateLimitDecisionHook | undefined;
   readonly limitedResponse: RateLimitResponseOption | undefined;
   readonly unavailableResponse: RateLimitResponseOption | undefined;
+  /** What OpenAPI documents learn of the limiter's answers; false: nothing. */
+  readonly openApi: false | RateLimitOpenApiOptions;
   /** The OpenTelemetry instruments; undefined when the `metrics` option is off. */
   readonly metrics: RateLimitMetrics | undefined;
 }
@@ -167,6 +172,7 @@ export function resolveOptions(
       );
     }
   }
+  const openApi = resolveOpenApi(options.openApi, fail);
   const denyCacheEntries = denyCacheSize(options.denyCache);
   if (denyCacheEntries === undefined) {
     throw fail(
@@ -206,6 +212,7 @@ export function resolveOptions(
     onDecision: options.onDecision,
     limitedResponse: options.limitedResponse,
     unavailableResponse: options.unavailableResponse,
+    openApi,
     metrics,
   };
 }
@@ -269,6 +276,26 @@ function resolveBreaker(
   }
   return { failures, halfOpenAfter };
 }
+
+function resolveOpenApi(option: unknown, fail: Fail): false | RateLimitOpenApiOptions {
+  if (option === undefined || option === true) return {};
+  if (option === false) return false;
+  const problem = 'must be true, false or { limitedSchema?, unavailableSchema? }';
+  if (typeof option !== 'object' || option === null) throw fail('openApi', problem);
+  const { limitedSchema, unavailableSchema } = option as RateLimitOpenApiOptions;
+  for (const [field, schema] of Object.entries({ limitedSchema, unavailableSchema })) {
+    if (schema !== undefined && typeof schema !== 'function' && !isPlainObject(schema)) {
+      throw fail(
+        `openApi.${field}`,
+        'must be an OpenAPI Schema Object or a class described with @ApiProperty',
+      );
+    }
+  }
+  return { limitedSchema, unavailableSchema };
+}
+
+const isPlainObject = (value: unknown): boolean =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Entries the deny cache may hold (0: off), or undefined for a malformed option. */
 function denyCacheSize(option: RateLimitModuleOptions['denyCache']): number | undefined {

@@ -100,6 +100,24 @@ export class RoutePlanner {
     return this.otherFailureModes;
   }
 
+  /**
+   * Every controller handler's plan, with its class and method name: from the classes
+   * alone, so that it serves before start-up (an OpenAPI document is built before
+   * `app.init()`); planAll then finds them planned. A mistake throws as in planAll.
+   */
+  controllerPlans(): { owner: RouteTarget; method: string; plan: RoutePlan }[] {
+    const plans: { owner: RouteTarget; method: string; plan: RoutePlan }[] = [];
+    for (const { metatype } of this.discovery.getControllers()) {
+      if (typeof metatype !== 'function') continue;
+      const prototype = metatype.prototype as Record<string, unknown>;
+      for (const method of this.metadataScanner.getAllMethodNames(prototype)) {
+        const plan = this.planFor(prototype[method] as RouteTarget, metatype);
+        plans.push({ owner: metatype, method, plan });
+      }
+    }
+    return plans;
+  }
+
   /** The plan of `handler` as reached through `owner` (planned now if start-up did not see it). */
   planFor(handler: RouteTarget, owner: RouteTarget): RoutePlan {
     return this.plans.get(owner)?.get(handler) ?? this.plan(handler, owner);

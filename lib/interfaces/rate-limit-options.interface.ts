@@ -1,6 +1,9 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { RedisClientLike, RedisConnectionOptions } from './redis-client.interface.js';
-import type { RateLimitResponseOption } from './rate-limit-response.interface.js';
+import type {
+  RateLimitOpenApiOptions,
+  RateLimitResponseOption,
+} from './rate-limit-response.interface.js';
 import type { RateLimitMetricsOptions } from './rate-limit-metrics.interface.js';
 import type { RateLimitDecisionHook } from './rate-limit-event.interface.js';
 import type {
@@ -181,6 +184,16 @@ export interface RateLimitModuleOptions {
    * @default undefined (the default body)
    */
   unavailableResponse?: RateLimitResponseOption;
+  /**
+   * With `@nestjs/swagger` installed (an optional peer, loaded only then): each limited HTTP
+   * route's OpenAPI operation documents the 429 (the headers of the `headers` option,
+   * Retry-After, the body) and, where its failure mode is `'closed'`, the 503. The schemas
+   * of bodies that `limitedResponse` / `unavailableResponse` functions make are named here;
+   * a status the route or its controller documents itself is left as it is. `false`
+   * documents nothing (docs/responses.md). An extension.
+   * @default true
+   */
+  openApi?: boolean | RateLimitOpenApiOptions;
   /**
    * OpenTelemetry metrics (docs/observability.md lists names, units and
    * attributes): decisions of the guard by route, policy and outcome, near-limit admissions,

@@ -33,3 +33,19 @@ export interface RateLimitDenial {
  */
 export type RateLimitResponseOption =
   string | ((context: ExecutionContext, denial: RateLimitDenial) => RateLimitCustomBody);
+
+/**
+ * The body of a response in an OpenAPI document: a Schema Object (`{ type: 'object',
+ * properties: ... }`) or a class described with `@ApiProperty`, as `@ApiResponse`'s `schema`
+ * and `type` take them.
+ */
+export type RateLimitOpenApiSchema =
+  Readonly<Record<string, unknown>> | (abstract new (...args: never[]) => unknown);
+
+/** The `openApi` option's object form: the schemas of custom bodies. */
+export interface RateLimitOpenApiOptions {
+  /** The body a `limitedResponse` function returns; without it such a 429 has no schema. */
+  readonly limitedSchema?: RateLimitOpenApiSchema;
+  /** The body an `unavailableResponse` function returns; without it such a 503 has no schema. */
+  readonly unavailableSchema?: RateLimitOpenApiSchema;
+}

@@ -122,6 +122,12 @@ export interface RateLimitStore {
    */
   giveBack?(request: GiveBackRequest): Promise<number>;
   /**
+   * Optional: why the store cannot take commands now, in words without addresses (e.g.
+   * 'Redis connection is reconnecting'), or undefined when it can. Read by health checks
+   * (`RateLimiter.storeStatus()`), never on a decision's path.
+   */
+  whyNotReady?(): string | undefined;
+  /**
    * Optional: calls `listener` each time the store's connection becomes ready to take
    * commands (connected again after an outage); returns what stops it. The limiter then
    * decides on the store again at once, without waiting for a probe to be answered.

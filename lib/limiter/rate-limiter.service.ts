@@ -27,6 +27,10 @@ import type {
   StoreDecision,
 } from '../interfaces/rate-limit-store.interface.js';
 import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js';
+import type { RateLimitStoreStatus } from '../interfaces/rate-limit-store-status.interface.js';
+import { notDecidingReason } from '../resilience/store-health.js';
+import { MemoryStore } from '../stores/memory/memory.store.js';
+import { RedisStore } from '../stores/redis/redis.store.js';
 
 /**
  * With a virtual clock, a key's need (in virtual ms) says nothing about real time, in which
@@ -136,6 +140,31 @@ export class RateLimiter implements OnApplicationShutdown {
    */
   nameFailureModes(routes: ReadonlyMap<FailureMode, readonly string[]>): void {
     this.resilientStore.nameFailureModes(routes);
+  }
+
+  /**
+   * Whether the store makes the decisions now, and if not why, from what this limiter has
+   * seen of it: its last answer or failure, its circuit breakers, its client's connection.
+   * Asks the store nothing. What `RateLimitHealthIndicator` reports. An extension.
+   */
+  storeStatus(): RateLimitStoreStatus {
+    const reading = this.resilientStore.healthReading();
+    const { failureMode } = this.options;
+    const reason = notDecidingReason(reading, failureMode);
+    return {
+      deciding: reason === undefined,
+      store:
+        this.store instanceof RedisStore
+          ? 'redis'
+          : this.store instanceof MemoryStore
+            ? 'embedded'
+            : 'custom',
+      reason,
+      failureMode,
+      failingSince: reading.failing?.since,
+      breakerOpen: reading.breakerOpen,
+      nodesWithBreakerOpen: reading.nodesWithBreakerOpen,
+    };
   }
 
   /**

@@ -15,6 +15,7 @@ import { OutageLog } from './outage-log.js';
 import { describeFailureModes, strictestFailureMode } from '../config/failure-mode.js';
 import type { FailureMode } from '../interfaces/rate-limit-policy.interface.js';
 import { failureKind } from './store-failure-kind.js';
+import { StoreHealth, type StoreHealthReading } from './store-health.js';
 
 /** What the resilient store reads of the module options. */
 export type ResilientStoreOptions = Pick<
@@ -57,6 +58,8 @@ export class ResilientStore {
   private readonly outage: OutageLog;
   /** The failure modes in force, in words (describeFailureModes). */
   private failureModes: string;
+  /** Whether the store's last call failed: what health checks read. */
+  private readonly health = new StoreHealth();
   /** Stops listening for the store's connection becoming ready. */
   private readonly stopReadyListener: (() => void) | undefined;
 
@@ -87,7 +90,10 @@ export class ResilientStore {
     // A connection that takes commands again ends the outage for the breaker at once: no
     // request waits for a probe's answer (or, without time(), for halfOpenAfter).
     const wholeBreaker = this.whole.breaker;
-    this.stopReadyListener = wholeBreaker && store.onReady?.(() => wholeBreaker.succeeded());
+    this.stopReadyListener = store.onReady?.(() => {
+      wholeBreaker?.succeeded();
+      this.health.answered();
+    });
     this.failureModes = describeFailureModes(options.failureMode, new Map(), instances);
     this.outage = new OutageLog(logger, this.meanwhile());
   }
@@ -135,6 +141,16 @@ export class ResilientStore {
         throw this.unavailable(error);
       },
     );
+  }
+
+  /** What the limiter has seen of the store's health, for a health check (no call to it). */
+  healthReading(): StoreHealthReading {
+    return {
+      notReady: this.store.whyNotReady?.(),
+      failing: this.health.failing(),
+      breakerOpen: this.whole.breaker?.isOpen ?? false,
+      nodesWithBreakerOpen: this.nodes?.withBreakerOpen() ?? [],
+    };
   }
 
   close(): Promise<void> {
@@ -256,6 +272,7 @@ export class ResilientStore {
   private succeeded(askedAt: number, breaker = this.whole.breaker): void {
     this.options.metrics?.storeAnswered(askedAt);
     this.outage.answered();
+    this.health.answered();
     breaker?.succeeded();
   }
 
@@ -274,6 +291,7 @@ export class ResilientStore {
     this.options.metrics?.storeFailed(failureKind(error), askedAt);
     this.lastFailure = error instanceof Error ? error.message : String(error);
     this.outage.failed(error);
+    this.health.failed(error);
     if (error instanceof DeadlineExceededError) breaker?.failed(pass);
     else breaker?.succeeded();
   }
@@ -294,7 +312,10 @@ export class ResilientStore {
       ask(),
       { wantedFor: timeout, timeout, maxWait: timeout },
       askedAt,
-      () => breaker.succeeded(),
+      () => {
+        breaker.succeeded();
+        this.health.answered();
+      },
       (error: unknown) => {
         if (error instanceof DeadlineExceededError) this.probeWhileOpen(node, ask);
         else breaker.succeeded();

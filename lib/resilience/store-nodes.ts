@@ -49,6 +49,11 @@ export class StoreNodes {
     return node;
   }
 
+  /** The nodes whose circuit breaker is open now. */
+  withBreakerOpen(): string[] {
+    return [...this.nodes].filter(([, node]) => node.breaker?.isOpen).map(([name]) => name);
+  }
+
   private report(name: string, open: boolean): void {
     if (!open) {
       this.logger.log(`Rate limit store node ${name} answering again: its circuit breaker closed`);

@@ -48,6 +48,9 @@ describe('resolveOptions', () => {
     [{ unavailableResponse: {} }, 'unavailableResponse'],
     [{ denyCache: 'yes' }, 'denyCache'],
     [{ denyCache: { maxEntries: 0 } }, 'denyCache'],
+    [{ openApi: 'yes' }, 'openApi'],
+    [{ openApi: { limitedSchema: 'Body' } }, 'openApi.limitedSchema'],
+    [{ openApi: { unavailableSchema: [] } }, 'openApi.unavailableSchema'],
     [{ policies: [{ limit: 0, window: '1m' }] }, 'limit'],
     [{ policies: [{ limit: 1, window: '1m', shadow: 'yes' }] }, 'shadow'],
   ])('rejects %p naming %s', (options, field) => {
@@ -256,6 +259,17 @@ const MISTAKES: [unknown, string][] = [
     ),
   ]),
   [
+    { openApi: null },
+    invalid('openApi', 'must be true, false or { limitedSchema?, unavailableSchema? }'),
+  ],
+  [
+    { openApi: { limitedSchema: 'Body' } },
+    invalid(
+      'openApi.limitedSchema',
+      'must be an OpenAPI Schema Object or a class described with @ApiProperty',
+    ),
+  ],
+  [
     { policies: [{ limit: 1, window: '1m', cost: 2 }] },
     'RateLimitConfigError: Invalid rate limit policy "default" on RateLimitModule options: cost 2 exceeds what the policy can ever admit (1)',
   ],
@@ -289,6 +303,8 @@ describe('resolveOptions boundaries', () => {
     { denyCache: true },
     { denyCache: {} },
     { denyCache: { maxEntries: 1 } },
+    { openApi: false },
+    { openApi: { limitedSchema: class Body {}, unavailableSchema: { type: 'object' } } },
     // Module policies apply through the guard, which calls a limit function per request.
     { policies: [{ limit: () => 1, window: 1 }] },
     { redis: 'redis://127.0.0.1:6380' },
@@ -347,6 +363,7 @@ describe('resolveOptions boundaries', () => {
       denyCache: { maxEntries: 3 },
       defaults: { algorithm: 'token-bucket', scope: 'route' },
       ipv6Subnet: 56,
+      openApi: { limitedSchema: { type: 'string' } },
       ...functions,
     } as unknown as RateLimitModuleOptions);
     expect(resolved).toEqual({
@@ -367,8 +384,11 @@ describe('resolveOptions boundaries', () => {
       contextTypes: ['http'],
       defaults: { algorithm: 'token-bucket', scope: 'route' },
       ipv6Subnet: 56,
+      openApi: { limitedSchema: { type: 'string' }, unavailableSchema: undefined },
       ...functions,
     });
+    expect(resolveOptions({}).openApi).toEqual({});
+    expect(resolveOptions({ openApi: false }).openApi).toBe(false);
     expect(resolveOptions({ dryRun: 'yes' } as never).dryRun).toBe(false);
     expect(resolveOptions({ guard: undefined }).guard).toBe(true);
   });

@@ -7,10 +7,11 @@ const run = promisify(execFile);
  * The transports' packages, which the library reaches for only when a handler of theirs is
  * limited, OpenTelemetry's only with the `metrics` option, @nestjs/throttler never (only the
  * nestjs-redis-rate-limiter/throttler entry names it, for its types), and the Redis clients'
- * only for a `redis` option.
+ * only for a `redis` option; @nestjs/swagger only as an app starts, and @nestjs/terminus never
+ * (RateLimitHealthIndicator answers in its format without it).
  */
 const OPTIONAL =
-  /\/node_modules\/(graphql|@nestjs\/(graphql|websockets|microservices|throttler)|@opentelemetry\/[^/]+|ioredis|iovalkey|redis|@redis\/[^/]+)\//;
+  /\/node_modules\/(graphql|@nestjs\/(graphql|websockets|microservices|throttler|swagger|terminus)|@opentelemetry\/[^/]+|ioredis|iovalkey|redis|@redis\/[^/]+)\//;
 
 /**
  * Loads the built package in a fresh Node process, one way, then `@nestjs/websockets` as a
@@ -55,11 +56,46 @@ async function loadedPackages(how: 'import' | 'require') {
 
 describe('optional peers', () => {
   it.each(['import', 'require'] as const)(
-    'loading the package with %s loads none of graphql, @nestjs/websockets, @nestjs/microservices, @nestjs/throttler, @opentelemetry/api, ioredis, iovalkey, redis',
+    'loading the package with %s loads none of graphql, @nestjs/websockets, @nestjs/microservices, @nestjs/throttler, @nestjs/swagger, @nestjs/terminus, @opentelemetry/api, ioredis, iovalkey, redis',
     async (how) => {
       const { library, control } = await loadedPackages(how);
       expect(library).toEqual([]);
       expect(control).toContain('@nestjs/websockets');
     },
   );
+
+  it('an app without @nestjs/swagger installed starts and limits, warning of nothing', async () => {
+    // A resolve hook hides the package as an app that never installed it would lack it.
+    const hide =
+      'export async function resolve(specifier, context, next) {' +
+      " if (specifier === '@nestjs/swagger') { const error = new Error(\"Cannot find package '@nestjs/swagger'\");" +
+      " error.code = 'ERR_MODULE_NOT_FOUND'; throw error }" +
+      ' return next(specifier, context) }';
+    const script = `
+      import { register } from 'node:module';
+      register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hide)}));
+      const { Controller, Get, Module } = await import('@nestjs/common');
+      const { NestFactory } = await import('@nestjs/core');
+      const { RateLimit, RateLimitModule } = await import('nestjs-redis-rate-limiter');
+      class Items { list() { return []; } }
+      Get()(Items.prototype, 'list', Object.getOwnPropertyDescriptor(Items.prototype, 'list'));
+      RateLimit({ limit: 1, window: '1m' })(Items.prototype, 'list', Object.getOwnPropertyDescriptor(Items.prototype, 'list'));
+      Controller('items')(Items);
+      class AppModule {}
+      Module({ imports: [RateLimitModule.forRoot({})], controllers: [Items] })(AppModule);
+      const app = await NestFactory.create(AppModule, { logger: ['warn', 'error'] });
+      await app.listen(0, '127.0.0.1');
+      const url = (await app.getUrl()).replace('[::1]', '127.0.0.1') + '/items';
+      const statuses = [(await fetch(url)).status, (await fetch(url)).status];
+      let swagger = 'hidden';
+      await import('@nestjs/swagger').then(() => (swagger = 'loaded'), () => undefined);
+      await app.close();
+      console.log(JSON.stringify({ statuses, swagger }));`;
+    const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', script], {
+      env: { ...process.env, NO_COLOR: '1' },
+    });
+    const lines = (stdout + stderr).split('\n').filter((line) => line.trim() !== '');
+    expect(JSON.parse(lines.at(-1)!)).toEqual({ statuses: [200, 429], swagger: 'hidden' });
+    expect(lines.slice(0, -1).filter((line) => /swagger/i.test(line))).toEqual([]);
+  });
 });

@@ -42,6 +42,21 @@ describe('sample app', () => {
     expect((await running.get('/report?pages=6')).status).toBe(429);
   });
 
+  it("serves its OpenAPI document at /docs, with the limiter's 429 on limited routes and none on /health", async () => {
+    const page = await running.get('/docs');
+    expect(page.status).toBe(200);
+    expect(await page.text()).toMatch(/swagger-ui/);
+    const document = (await (await running.get('/docs-json')).json()) as {
+      paths: Record<string, { get: { responses: Record<string, unknown> } }>;
+    };
+    expect(Object.keys(document.paths['/sliding-log'].get.responses).sort()).toEqual([
+      '200',
+      '429',
+    ]);
+    expect(Object.keys(document.paths['/hello'].get.responses).sort()).toEqual(['200', '429']);
+    expect(Object.keys(document.paths['/health'].get.responses)).toEqual(['200']);
+  });
+
   it('serves no /metrics without METRICS=1', async () => {
     expect((await running.get('/metrics')).status).toBe(404);
   });

@@ -1,6 +1,7 @@
 import type { Type } from '@nestjs/common';
 import { type RedisServer, startRedisServer } from './redis-server.js';
 import { type RunningApp, startApp } from './test-app.js';
+import { serveOpenApi } from '../../sample/openapi.js';
 
 export interface RunningSample {
   readonly server: RedisServer;
@@ -18,7 +19,7 @@ export async function startSample(env: Record<string, string> = {}): Promise<Run
   const variables = { REDIS_URL: server.url, ...env };
   Object.assign(process.env, variables);
   const { AppModule } = (await import('../../sample/app.module.js')) as { AppModule: Type };
-  const running = await startApp('express', [AppModule], []);
+  const running = await startApp('express', [AppModule], [], { configure: serveOpenApi });
   return {
     server,
     running,

@@ -216,6 +216,11 @@ export class RedisStore implements RateLimitStore {
     return this.port.masterTime(node);
   }
 
+  /** The client's state while it takes no commands ('connecting', 'reconnecting', 'closed'...). */
+  whyNotReady(): string | undefined {
+    return this.port.isReady() ? undefined : `Redis connection is ${this.port.state()}`;
+  }
+
   /** The client's own 'ready': the connection (a Cluster: the cluster) takes commands again. */
   onReady(listener: () => void): () => void {
     this.readyListeners.add(listener);
