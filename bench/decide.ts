@@ -262,7 +262,7 @@ async function clientVariants(): Promise<Record<string, Call>> {
   const policies = [policyOf('fixed-window')];
   const variants: Record<string, Call> = {};
   for (const name of REDIS_CLIENTS.filter((client) => client !== 'ioredis 5')) {
-    const made = clientOf(name, redis.url);
+    const made = await clientOf(name, redis.url);
     closers.push(() => made.close());
     await made.ready();
     const own = new RateLimiter(options, new RedisStore(made.client, false));

@@ -101,7 +101,7 @@ describe('Redis Cluster (3 masters)', () => {
     let limiter: RateLimiter;
 
     beforeAll(async () => {
-      made = clusterClientOf(name, cluster.nodes);
+      made = await clusterClientOf(name, cluster.nodes);
       await made.ready();
       app = await startApp(
         'express',
