@@ -29,6 +29,9 @@ export const CLUSTER_CLIENTS = [
 ] as const;
 export type ClusterClientName = (typeof CLUSTER_CLIENTS)[number];
 
+/** GLIDE's default `requestTimeout`: a command not answered by then fails (TimeoutError). */
+export const GLIDE_REQUEST_TIMEOUT_MS = 250;
+
 /** What a test does with a client of any library besides handing it to the package. */
 export interface ClientUnderTest {
   readonly client: RedisClientLike;

@@ -96,11 +96,15 @@ export class GlidePort implements RedisClientPort {
 
   async masterTimes(): Promise<number[]> {
     if (!this.isCluster) return [await this.masterTime()];
-    // Per master, its address and its reply.
-    const replies = (await this.client.customCommand(['TIME'], ALL_PRIMARIES)) as {
-      value: string[];
-    }[];
-    return replies.map(({ value }) => timeMs(value));
+    const replies = (await this.client.customCommand(['TIME'], ALL_PRIMARIES)) as
+      | readonly { readonly value: readonly string[] }[]
+      | Readonly<Record<string, readonly string[]>>;
+    // Per master, its reply by its address: a list of { key, value } (GLIDE 2.5), or an
+    // object, as GLIDE's own commands give it.
+    const times = Array.isArray(replies)
+      ? replies.map(({ value }) => value)
+      : Object.values(replies);
+    return times.map(timeMs);
   }
 
   async masterTime(node?: string): Promise<number> {
