@@ -7,10 +7,11 @@ const run = promisify(execFile);
  * The transports' packages, which the library reaches for only when a handler of theirs is
  * limited, OpenTelemetry's only with the `metrics` option, @nestjs/throttler never (only the
  * nestjs-redis-rate-limiter/throttler entry names it, for its types), and the Redis clients'
- * only for a `redis` option.
+ * only for a `redis` option (Valkey GLIDE's never: the app's client is used by its methods,
+ * and no GLIDE `Script` is made).
  */
 const OPTIONAL =
-  /\/node_modules\/(graphql|@nestjs\/(graphql|websockets|microservices|throttler)|@opentelemetry\/[^/]+|ioredis|iovalkey|redis|@redis\/[^/]+)\//;
+  /\/node_modules\/(graphql|@nestjs\/(graphql|websockets|microservices|throttler)|@opentelemetry\/[^/]+|ioredis|iovalkey|redis|@redis\/[^/]+|@valkey\/[^/]+)\//;
 
 /**
  * Loads the built package in a fresh Node process, one way, then `@nestjs/websockets` as a
@@ -55,7 +56,7 @@ async function loadedPackages(how: 'import' | 'require') {
 
 describe('optional peers', () => {
   it.each(['import', 'require'] as const)(
-    'loading the package with %s loads none of graphql, @nestjs/websockets, @nestjs/microservices, @nestjs/throttler, @opentelemetry/api, ioredis, iovalkey, redis',
+    'loading the package with %s loads none of graphql, @nestjs/websockets, @nestjs/microservices, @nestjs/throttler, @opentelemetry/api, ioredis, iovalkey, redis, @valkey/valkey-glide',
     async (how) => {
       const { library, control } = await loadedPackages(how);
       expect(library).toEqual([]);

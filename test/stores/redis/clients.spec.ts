@@ -1,4 +1,5 @@
 import { Controller, Get, Logger, type LoggerService } from '@nestjs/common';
+import { Decoder, GlideClient } from '@valkey/valkey-glide';
 import * as nodeRedis6 from 'redis';
 import * as nodeRedis5 from 'redis5';
 import type { RedisClientLike } from '../../../lib/interfaces/redis-client.interface.js';
@@ -248,6 +249,70 @@ describe.each([
       }
     } finally {
       client.destroy();
+    }
+  });
+});
+
+describe('a Valkey GLIDE client with its own defaults', () => {
+  const redis = useRedisServer();
+  beforeAll(() => Logger.overrideLogger(false));
+  const glideOn = (options: { defaultDecoder?: Decoder } = {}) =>
+    GlideClient.createClient({
+      addresses: [{ host: '127.0.0.1', port: redis.server.port }],
+      ...options,
+    });
+
+  it('decides with the same numbers whatever its default decoder: replies come as strings', async () => {
+    const client = await glideOn({ defaultDecoder: Decoder.Bytes });
+    try {
+      // A clock at a fraction of a ms: resets and retries come back as strings ("333.25").
+      const limiter = new RateLimiter(
+        resolveOptions({ clock: () => 1_700_000_000_000.25 }),
+        new RedisStore(client, false),
+      );
+      const policies: RateLimitPolicy[] = [
+        { name: 'a', algorithm: 'token-bucket', limit: 3, window: 1_000.5 },
+        { name: 'b', algorithm: 'sliding-window-counter', limit: 5, window: '1h' },
+      ];
+      const decisions = [];
+      for (let i = 0; i < 4; i++) decisions.push(await limiter.consume('decoded', policies));
+      expect(decisions.map((decision) => decision.allowed)).toEqual([true, true, true, false]);
+      expect(decisions[2].results.map((result) => result.remaining)).toEqual([0, 2]);
+      const [bucket] = decisions[3].results;
+      expect(bucket.retryAfterMs).toBeGreaterThan(0);
+      expect(bucket.retryAfterMs).toBeLessThanOrEqual(333.5);
+      const time = await new RedisStore(client, false).time();
+      expect(Math.abs(time - Date.now())).toBeLessThan(5_000);
+      // The port's contract: string replies, not the Buffers this client decodes to.
+      const reply = await clientPortOf(client).script('eval', ["return {1, '333.25'}", 0]);
+      expect(reply).toEqual([1, '333.25']);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('fails decisions past its in-flight cap (1,000) as store failures, and decides again after', async () => {
+    const client = await glideOn();
+    try {
+      const limiter = new RateLimiter(
+        resolveOptions({ timeout: TIMEOUT_MS, maxWait: MAX_WAIT_MS, breaker: false }),
+        new RedisStore(client, false),
+      );
+      await limiter.consume('warm-up', POLICY);
+      await redis.server.pause(1_500);
+      const lateness = watchTimerLateness();
+      const decisions = await Promise.all(
+        Array.from({ length: 1_100 }, (_, i) => timed(limiter.consume(`capped-${i}`, POLICY))),
+      );
+      const lateMs = lateness();
+      expect(decisions.every((decision) => decision.unavailable)).toBe(true);
+      // Those past the cap are refused by GLIDE at once, the others given up at the deadline.
+      const refusedAtOnce = decisions.filter((decision) => decision.ms < TIMEOUT_MS - 1);
+      expect(refusedAtOnce.length).toBeGreaterThanOrEqual(100);
+      for (const { ms } of decisions) expect(ms).toBeLessThan(MAX_WAIT_MS + lateMs + SETTLE_MS);
+      await untilDeciding(limiter, 5_000);
+    } finally {
+      client.close();
     }
   });
 });
