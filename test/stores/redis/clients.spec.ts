@@ -9,6 +9,7 @@ import {
   RateLimitConfigError,
   RateLimitModule,
   type RateLimitPolicy,
+  type RateLimitDecision,
   RateLimitUnavailableException,
 } from '../../../lib/index.js';
 import { RateLimiter } from '../../../lib/limiter/rate-limiter.service.js';
@@ -81,6 +82,30 @@ async function untilDeciding(limiter: RateLimiter, withinMs: number): Promise<nu
  * on a killed Redis, decisions after a restart, its key prefix, and the module never closing
  * it.
  */
+/**
+ * Decides 4 requests on two policies whose resets and retries are fractions of a ms (a clock
+ * at .25 ms: the script replies with them as strings, "333.25") and checks the numbers;
+ * returns the decisions.
+ */
+async function decidesWithFractions(client: RedisClientLike): Promise<RateLimitDecision[]> {
+  const limiter = new RateLimiter(
+    resolveOptions({ clock: () => 1_700_000_000_000.25 }),
+    new RedisStore(client, false),
+  );
+  const policies: RateLimitPolicy[] = [
+    { name: 'a', algorithm: 'token-bucket', limit: 3, window: 1_000.5 },
+    { name: 'b', algorithm: 'sliding-window-counter', limit: 5, window: '1h' },
+  ];
+  const decisions = [];
+  for (let i = 0; i < 4; i++) decisions.push(await limiter.consume('fractions', policies));
+  expect(decisions.map((decision) => decision.allowed)).toEqual([true, true, true, false]);
+  expect(decisions[2].results.map((result) => result.remaining)).toEqual([0, 2]);
+  const [bucket] = decisions[3].results;
+  expect(bucket.retryAfterMs).toBeGreaterThan(0);
+  expect(bucket.retryAfterMs).toBeLessThanOrEqual(333.5);
+  return decisions;
+}
+
 describe.each(REDIS_CLIENTS)('a %s client the app made', (name: RedisClientName) => {
   // A server per client: these tests stop, kill and restart it.
   const redis = useRedisServer();
@@ -224,22 +249,7 @@ describe.each([
     client.on('error', () => undefined);
     await client.connect();
     try {
-      // A clock at a fraction of a ms: resets and retries come back as strings ("333.25").
-      const limiter = new RateLimiter(
-        resolveOptions({ clock: () => 1_700_000_000_000.25 }),
-        new RedisStore(client as unknown as RedisClientLike, false),
-      );
-      const policies: RateLimitPolicy[] = [
-        { name: 'a', algorithm: 'token-bucket', limit: 3, window: 1_000.5 },
-        { name: 'b', algorithm: 'sliding-window-counter', limit: 5, window: '1h' },
-      ];
-      const decisions = [];
-      for (let i = 0; i < 4; i++) decisions.push(await limiter.consume('typed', policies));
-      expect(decisions.map((decision) => decision.allowed)).toEqual([true, true, true, false]);
-      expect(decisions[2].results.map((result) => result.remaining)).toEqual([0, 2]);
-      const [bucket] = decisions[3].results;
-      expect(bucket.retryAfterMs).toBeGreaterThan(0);
-      expect(bucket.retryAfterMs).toBeLessThanOrEqual(333.5);
+      const decisions = await decidesWithFractions(client as unknown as RedisClientLike);
       for (const { results } of decisions) {
         for (const result of results) {
           for (const field of ['remaining', 'resetMs', 'retryAfterMs'] as const) {
@@ -265,22 +275,7 @@ describe('a Valkey GLIDE client with its own defaults', () => {
   it('decides with the same numbers whatever its default decoder: replies come as strings', async () => {
     const client = await glideOn({ defaultDecoder: Decoder.Bytes });
     try {
-      // A clock at a fraction of a ms: resets and retries come back as strings ("333.25").
-      const limiter = new RateLimiter(
-        resolveOptions({ clock: () => 1_700_000_000_000.25 }),
-        new RedisStore(client, false),
-      );
-      const policies: RateLimitPolicy[] = [
-        { name: 'a', algorithm: 'token-bucket', limit: 3, window: 1_000.5 },
-        { name: 'b', algorithm: 'sliding-window-counter', limit: 5, window: '1h' },
-      ];
-      const decisions = [];
-      for (let i = 0; i < 4; i++) decisions.push(await limiter.consume('decoded', policies));
-      expect(decisions.map((decision) => decision.allowed)).toEqual([true, true, true, false]);
-      expect(decisions[2].results.map((result) => result.remaining)).toEqual([0, 2]);
-      const [bucket] = decisions[3].results;
-      expect(bucket.retryAfterMs).toBeGreaterThan(0);
-      expect(bucket.retryAfterMs).toBeLessThanOrEqual(333.5);
+      await decidesWithFractions(client);
       const time = await new RedisStore(client, false).time();
       expect(Math.abs(time - Date.now())).toBeLessThan(5_000);
       // The port's contract: string replies, not the Buffers this client decodes to.
