@@ -17,8 +17,9 @@
  * else the minimal script).
  *
  * The row 'clients: fixed-window' is what the client library costs: the library's fixed window
- * through each client it supports (ioredis 6, the reference; iovalkey, node-redis 6 and 5),
- * each on a client of its own with that library's defaults, as an app hands it over. ioredis 5
+ * through each client it supports (ioredis 6, the reference; iovalkey, node-redis 6 and 5,
+ * Valkey GLIDE), each on a client of its own with that library's defaults, as an app hands it
+ * over. ioredis 5
  * is left out: installed here as a second copy (`ioredis5`), its clients would take their own
  * methods, not the Command path an app that installed ioredis 5 as `ioredis` gets.
  *
@@ -262,7 +263,7 @@ async function clientVariants(): Promise<Record<string, Call>> {
   const policies = [policyOf('fixed-window')];
   const variants: Record<string, Call> = {};
   for (const name of REDIS_CLIENTS.filter((client) => client !== 'ioredis 5')) {
-    const made = clientOf(name, redis.url);
+    const made = await clientOf(name, redis.url);
     closers.push(() => made.close());
     await made.ready();
     const own = new RateLimiter(options, new RedisStore(made.client, false));

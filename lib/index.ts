@@ -46,6 +46,7 @@ export type {
   RateLimitModuleOptions,
 } from './interfaces/rate-limit-options.interface.js';
 export type {
+  GlideLikeClient,
   IoredisLikeClient,
   NodeRedisLikeClient,
   NodeRedisLikeCluster,

@@ -37,7 +37,8 @@ export interface RateLimitModuleOptions {
   /**
    * A URL or ioredis options (the module creates, connects and closes that client), or a
    * client you own, never closed by the module: ioredis or iovalkey `Redis` / `Cluster`,
-   * node-redis `createClient()` / `createCluster()` (docs/redis-clients.md). Omitted (and no
+   * node-redis `createClient()` / `createCluster()`, Valkey GLIDE `GlideClient` /
+   * `GlideClusterClient` (docs/redis-clients.md). Omitted (and no
    * `store`): the embedded in-process store, with a start-up warning that limits are per
    * process. An empty string (an unset `REDIS_URL=`) fails the start: it never means
    * localhost. A URL or options need the `ioredis` package.

@@ -34,8 +34,15 @@ export interface NodeRedisLikeCluster {
   sendCommand: AnyFunction;
 }
 
+/** A Valkey GLIDE (`@valkey/valkey-glide` 2.x) `GlideClient` or `GlideClusterClient`. */
+export interface GlideLikeClient {
+  customCommand: AnyFunction;
+  invokeScript: AnyFunction;
+}
+
 /** A client the app made and owns: the module never closes it. */
-export type RedisClientLike = IoredisLikeClient | NodeRedisLikeClient | NodeRedisLikeCluster;
+export type RedisClientLike =
+  IoredisLikeClient | NodeRedisLikeClient | NodeRedisLikeCluster | GlideLikeClient;
 
 /** The ioredis options the package reads itself; any other ioredis option passes through. */
 interface KnownRedisOptions {

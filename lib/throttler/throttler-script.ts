@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { RedisClientPort } from '../stores/redis/clients/redis-client-port.js';
+import { isNoScript, type RedisClientPort } from '../stores/redis/clients/redis-client-port.js';
 import { LUA_SOURCES } from '../stores/redis/lua-sources.generated.js';
 
 const LUA = LUA_SOURCES['throttler-increment'];
@@ -23,7 +23,7 @@ export async function sendIncrement(
   try {
     return (await client.script('evalsha', [SHA, 2, ...keys, ...args])) as IncrementReply;
   } catch (error) {
-    if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+    if (!isNoScript(error)) throw error;
     return (await client.script('eval', [LUA, 2, ...keys, ...args])) as IncrementReply;
   }
 }

@@ -313,6 +313,12 @@ describe.each([
     client: 'iovalkey',
     absent: ['ioredis', 'redis'],
   },
+  {
+    title: 'Nest 11, CommonJS, Express, only Valkey GLIDE, TypeScript 5.9',
+    dir: 'nest11-cjs-express-glide',
+    client: '@valkey/valkey-glide',
+    absent: ['ioredis', 'iovalkey', 'redis'],
+  },
 ])('compatibility: $title', ({ dir: name, client, absent }) => {
   let dir: string;
   const tsc = (tsconfig: string) =>

@@ -7,11 +7,12 @@ const run = promisify(execFile);
  * The transports' packages, which the library reaches for only when a handler of theirs is
  * limited, OpenTelemetry's only with the `metrics` option, @nestjs/throttler never (only the
  * nestjs-redis-rate-limiter/throttler entry names it, for its types), and the Redis clients'
- * only for a `redis` option; @nestjs/swagger only as an app starts, and @nestjs/terminus never
- * (RateLimitHealthIndicator answers in its format without it).
+ * only for a `redis` option (Valkey GLIDE's never: the app's client is used by its methods,
+ * and no GLIDE `Script` is made); @nestjs/swagger only as an app starts, and @nestjs/terminus
+ * never (RateLimitHealthIndicator answers in its format without it).
  */
 const OPTIONAL =
-  /\/node_modules\/(graphql|@nestjs\/(graphql|websockets|microservices|throttler|swagger|terminus)|@opentelemetry\/[^/]+|ioredis|iovalkey|redis|@redis\/[^/]+)\//;
+  /\/node_modules\/(graphql|@nestjs\/(graphql|websockets|microservices|throttler|swagger|terminus)|@opentelemetry\/[^/]+|ioredis|iovalkey|redis|@redis\/[^/]+|@valkey\/[^/]+)\//;
 
 /**
  * Loads the built package in a fresh Node process, one way, then `@nestjs/websockets` as a
@@ -56,7 +57,7 @@ async function loadedPackages(how: 'import' | 'require') {
 
 describe('optional peers', () => {
   it.each(['import', 'require'] as const)(
-    'loading the package with %s loads none of graphql, @nestjs/websockets, @nestjs/microservices, @nestjs/throttler, @nestjs/swagger, @nestjs/terminus, @opentelemetry/api, ioredis, iovalkey, redis',
+    'loading the package with %s loads none of graphql, @nestjs/websockets, @nestjs/microservices, @nestjs/throttler, @nestjs/swagger, @nestjs/terminus, @opentelemetry/api, ioredis, iovalkey, redis, @valkey/valkey-glide',
     async (how) => {
       const { library, control } = await loadedPackages(how);
       expect(library).toEqual([]);

@@ -1,3 +1,4 @@
+import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
 import { Cluster, Redis } from 'ioredis';
 import { resolveOptions } from '../../lib/config/resolved-options.js';
 import { resolvePolicies } from '../../lib/config/resolved-policy.js';
@@ -9,6 +10,8 @@ import { RedisStore } from '../../lib/stores/redis/redis.store.js';
 import { type RedisClusterHandle, startRedisCluster } from '../support/redis-cluster.js';
 import { VirtualClock } from '../support/limiters.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { untilReady } from '../support/redis-clients.js';
+import type { RedisClientLike } from '../../lib/interfaces/redis-client.interface.js';
 import { seededRandom } from '../support/seeded-random.js';
 
 /**
@@ -36,44 +39,59 @@ const route = (globalLimit: number, userLimit: number) =>
   );
 
 interface Topology {
-  readonly client: () => Redis | Cluster;
+  /** A pod's client, of the library under test. */
+  readonly client: () => Promise<RedisClientLike>;
   readonly admin: Redis | Cluster;
   stop(): Promise<void>;
 }
 
-async function singleRedis(): Promise<Topology> {
+async function singleRedis(library: 'ioredis' | 'GLIDE'): Promise<Topology> {
   const server: RedisServer = await startRedisServer();
+  const address = { host: '127.0.0.1', port: server.port };
   return topologyOf(
     () => new Redis(server.url),
+    library === 'ioredis'
+      ? async () => new Redis(server.url)
+      : () => GlideClient.createClient({ addresses: [address] }),
     () => server.stop(),
   );
 }
 
-async function redisCluster(): Promise<Topology> {
+async function redisCluster(library: 'ioredis' | 'GLIDE'): Promise<Topology> {
   const cluster: RedisClusterHandle = await startRedisCluster(3);
   return topologyOf(
     () => new Cluster(cluster.nodes),
+    library === 'ioredis'
+      ? async () => new Cluster(cluster.nodes)
+      : () => GlideClusterClient.createClient({ addresses: [...cluster.nodes] }),
     () => cluster.stop(),
   );
 }
 
-/** Clients of one topology, and the test's own look at it (`admin`). */
-function topologyOf(client: () => Redis | Cluster, stop: () => Promise<void>): Topology {
-  const admin = client();
+/** Clients of one topology, and the test's own look at it (`admin`, ioredis). */
+function topologyOf(
+  admin: () => Redis | Cluster,
+  client: () => Promise<RedisClientLike>,
+  stop: () => Promise<void>,
+): Topology {
+  const look = admin();
   return {
     client,
-    admin,
+    admin: look,
     async stop() {
-      admin.disconnect();
+      look.disconnect();
       await stop();
     },
   };
 }
 
 describe.each([
-  ['a single Redis', singleRedis],
-  ['a Redis Cluster', redisCluster],
-] as const)('on %s', (_, start) => {
+  ['a single Redis', singleRedis, 'ioredis'],
+  ['a Redis Cluster', redisCluster, 'ioredis'],
+  ['a single Redis', singleRedis, 'GLIDE'],
+  ['a Redis Cluster', redisCluster, 'GLIDE'],
+] as const)('on %s through %s', (_, topologyOn, library) => {
+  const start = () => topologyOn(library);
   let topology: Topology;
   let prefix = 0;
   beforeAll(async () => {
@@ -86,14 +104,14 @@ describe.each([
   /** Pods on one virtual clock, under a prefix of the test's own. */
   async function fleet(pods: number, clock: VirtualClock) {
     const options = resolveOptions({ clock: clock.read, prefix: `t${++prefix}`, timeout: 2_000 });
-    const made = Array.from({ length: pods }, () => {
-      const client = topology.client();
-      const store = new RedisStore(client, true);
-      return { client, store, limiter: new RateLimiter(options, store) };
-    });
-    await Promise.all(
-      made.map(({ client }) => new Promise((resolve) => client.once('ready', resolve))),
+    const made = await Promise.all(
+      Array.from({ length: pods }, async () => {
+        const client = await topology.client();
+        const store = new RedisStore(client, true);
+        return { client, store, limiter: new RateLimiter(options, store) };
+      }),
     );
+    await Promise.all(made.map(({ client }) => untilReady(client)));
     /** What a policy's fixed window counts in Redis for a client key. */
     const counted = async (clientKey: string, policy: ResolvedPolicy) => {
       const key = policyKey(options.prefix, clientTag(clientKey), policy.keySuffix);

@@ -35,33 +35,46 @@ export class VirtualClock {
   }
 }
 
-/** A RateLimiter on a store of the given kind, without a Nest application around it. */
+/**
+ * A RateLimiter on a store of the given kind, without a Nest application around it. For a
+ * client library named by the kind (not 'redis'), the store and limiter are made once its
+ * client is, in ready(): a GLIDE client is made asynchronously.
+ */
 export class LimiterFixture {
-  readonly limiter: RateLimiter;
+  limiter!: RateLimiter;
   readonly client: Redis | undefined;
-  readonly store: RateLimitStore;
+  store!: RateLimitStore;
 
-  /** The client of a library named by the kind (not 'redis'), until it is ready. */
-  private readonly other: ClientUnderTest | undefined;
+  /** The client of a library named by the kind (not 'redis'), being made. */
+  private readonly other: Promise<ClientUnderTest> | undefined;
+  private readonly options: RateLimitModuleOptions;
 
   constructor(kind: StoreKind, redisUrl: string | undefined, options: RateLimitModuleOptions = {}) {
+    this.options = options;
     this.client =
       kind === 'redis' ? new Redis(redisUrl!, { enableAutoPipelining: true }) : undefined;
     this.other = kind === 'redis' || kind === 'memory' ? undefined : clientOf(kind, redisUrl!);
-    const redis = this.client ?? this.other?.client;
-    this.store = redis ? new RedisStore(redis, true) : new MemoryStore();
-    this.limiter = new RateLimiter(resolveOptions(options), this.store);
+    if (!this.other) this.use(this.client ? new RedisStore(this.client, true) : new MemoryStore());
   }
 
   /** Resolves once the Redis client (if any) can take commands. */
   async ready(): Promise<this> {
     if (this.client && this.client.status !== 'ready') await once(this.client, 'ready');
-    if (this.other) await untilReady(this.other.client);
+    if (this.other && !this.store) {
+      const { client } = await this.other;
+      await untilReady(client);
+      this.use(new RedisStore(client, true));
+    }
     return this;
   }
 
   close(): Promise<void> {
     return this.store.close();
+  }
+
+  private use(store: RateLimitStore): void {
+    this.store = store;
+    this.limiter = new RateLimiter(resolveOptions(this.options), store);
   }
 }
 

@@ -1,3 +1,4 @@
+import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
 import * as ioredis6 from 'ioredis';
 import * as ioredis5 from 'ioredis5';
 import * as iovalkey from 'iovalkey';
@@ -16,12 +17,20 @@ export const REDIS_CLIENTS = [
   'iovalkey',
   'node-redis 6',
   'node-redis 5',
+  'Valkey GLIDE',
 ] as const;
 export type RedisClientName = (typeof REDIS_CLIENTS)[number];
 
-/** The Cluster clients: ioredis' `Cluster` and node-redis' `createCluster()`. */
-export const CLUSTER_CLIENTS = ['ioredis Cluster', 'node-redis 6 Cluster'] as const;
+/** The Cluster clients: ioredis' `Cluster`, node-redis' `createCluster()`, GLIDE's. */
+export const CLUSTER_CLIENTS = [
+  'ioredis Cluster',
+  'node-redis 6 Cluster',
+  'Valkey GLIDE Cluster',
+] as const;
 export type ClusterClientName = (typeof CLUSTER_CLIENTS)[number];
+
+/** GLIDE's default `requestTimeout`: a command not answered by then fails (TimeoutError). */
+export const GLIDE_REQUEST_TIMEOUT_MS = 250;
 
 /** What a test does with a client of any library besides handing it to the package. */
 export interface ClientUnderTest {
@@ -45,13 +54,20 @@ export interface ClientOptions {
 /**
  * A client of `name` on `url`, connecting. A node-redis client connects when told, as an
  * app would before handing it over; each gets an error listener, as node-redis requires of
- * an app (without one an error event kills the process).
+ * an app (without one an error event kills the process). A GLIDE client is made connected
+ * (its `createClient` resolves once it is), with GLIDE's defaults: a 250 ms request
+ * timeout, 1,000 requests in flight.
  */
-export function clientOf(
+export async function clientOf(
   name: RedisClientName,
   url: string,
   options: ClientOptions = {},
-): ClientUnderTest {
+): Promise<ClientUnderTest> {
+  if (name === 'Valkey GLIDE') {
+    const { hostname: host, port } = new URL(url);
+    const client = await GlideClient.createClient({ addresses: [{ host, port: Number(port) }] });
+    return wrap(client, async () => client.close());
+  }
   if (name in IOREDIS) {
     const client = new IOREDIS[name as keyof typeof IOREDIS](url, options);
     client.on('error', () => undefined);
@@ -71,10 +87,14 @@ export function clientOf(
 }
 
 /** A Cluster client of `name` on the given masters, connecting. */
-export function clusterClientOf(
+export async function clusterClientOf(
   name: ClusterClientName,
   nodes: readonly { host: string; port: number }[],
-): ClientUnderTest {
+): Promise<ClientUnderTest> {
+  if (name === 'Valkey GLIDE Cluster') {
+    const client = await GlideClusterClient.createClient({ addresses: [...nodes] });
+    return wrap(client, async () => client.close());
+  }
   if (name === 'ioredis Cluster') {
     const client = new ioredis6.Cluster([...nodes]);
     client.on('error', () => undefined);

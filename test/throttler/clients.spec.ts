@@ -10,7 +10,7 @@ describe.each(REDIS_CLIENTS)('RedisThrottlerStorage on a %s client', (name) => {
   const redis = useRedisServer();
 
   it('counts hits, reloads its script after SCRIPT FLUSH, and leaves the client open', async () => {
-    const made = clientOf(name, redis.server.url);
+    const made = await clientOf(name, redis.server.url);
     await made.ready();
     try {
       const storage = new RedisThrottlerStorage(made.client, { prefix: 'th' });

@@ -5,7 +5,7 @@ import type {
   LeaseTerms,
   StoreDecision,
 } from '../../interfaces/rate-limit-store.interface.js';
-import type { RedisClientPort } from './clients/redis-client-port.js';
+import { isNoScript, type RedisClientPort } from './clients/redis-client-port.js';
 import {
   LEASE_RETURN_SCRIPT,
   composeLeaseScript,
@@ -69,7 +69,7 @@ export class LeaseScripts {
       return this.send('eval', [script.lua, ...args]);
     }
     return this.send('evalsha', [script.sha, ...args]).catch((error: unknown) => {
-      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+      if (!isNoScript(error)) throw error;
       return this.send('eval', [script.lua, ...args]);
     });
   }

@@ -15,7 +15,7 @@ import {
 } from './lua-script.js';
 import type { RedisClientLike } from '../../interfaces/redis-client.interface.js';
 import { clientPortOf } from './clients/client-port.js';
-import type { RedisClientPort } from './clients/redis-client-port.js';
+import { isNoScript, type RedisClientPort } from './clients/redis-client-port.js';
 import { hashSlot } from './hash-slot.js';
 import { LeaseScripts } from './lease-scripts.js';
 import { WindowOpening } from './window-opening.js';
@@ -76,7 +76,8 @@ interface DecideScript {
  * NOSCRIPT, as ioredis' defineCommand does. Not defineCommand itself: an auto-pipeline copies
  * the defined commands when it is created, so a combination first used while one was
  * collecting commands was missing from it. The calls go out through the client's port
- * (clients/), the one place that knows each client library: ioredis, iovalkey, node-redis.
+ * (clients/), the one place that knows each client library: ioredis, iovalkey, node-redis,
+ * Valkey GLIDE.
  *
  * On Redis Cluster one script may only touch one slot. Keys of one client share a hash
  * tag, so that is the rule; only policies with their own `keyBy` can put one request's
@@ -124,7 +125,7 @@ export class RedisStore implements RateLimitStore {
 
   /**
    * @param client ioredis or iovalkey `Redis` / `Cluster`, node-redis `createClient()` /
-   *   `createCluster()`
+   *   `createCluster()`, Valkey GLIDE `GlideClient` / `GlideClusterClient`
    * @param owned the store closes the client only if it created it
    */
   constructor(
@@ -268,7 +269,7 @@ export class RedisStore implements RateLimitStore {
     scriptArguments(request, mode, variant, script.inlined, args);
     return this.send('evalsha', args).then(toDecision, (error) => {
       // A restart, failover or SCRIPT FLUSH empties the script cache; EVAL refills it.
-      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+      if (!isNoScript(error)) throw error;
       return this.evaluate(script, request, mode, variant).then(toDecision);
     });
   }

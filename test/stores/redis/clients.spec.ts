@@ -1,4 +1,5 @@
 import { Controller, Get, Logger, type LoggerService } from '@nestjs/common';
+import { Decoder, GlideClient } from '@valkey/valkey-glide';
 import * as nodeRedis6 from 'redis';
 import * as nodeRedis5 from 'redis5';
 import type { RedisClientLike } from '../../../lib/interfaces/redis-client.interface.js';
@@ -8,6 +9,7 @@ import {
   RateLimitConfigError,
   RateLimitModule,
   type RateLimitPolicy,
+  type RateLimitDecision,
   RateLimitUnavailableException,
 } from '../../../lib/index.js';
 import { RateLimiter } from '../../../lib/limiter/rate-limiter.service.js';
@@ -36,15 +38,34 @@ const MAX_WAIT_MS = 1_000;
 /** The turns from the cap's timer to the rejection. */
 const SETTLE_MS = 25;
 const POLICY: RateLimitPolicy = { algorithm: 'fixed-window', limit: 1_000, window: '1h' };
+/**
+ * Whether the client tells a closed connection (its state, its events): the store then
+ * refuses at once. GLIDE tells neither: a command waits for its reconnect.
+ */
+const REPORTS_DISCONNECTS: Record<RedisClientName, boolean> = {
+  'ioredis 6': true,
+  'ioredis 5': true,
+  iovalkey: true,
+  'node-redis 6': true,
+  'node-redis 5': true,
+  'Valkey GLIDE': false,
+};
 
-/** How long `work` took to settle, and whether it was refused as unavailable. */
-async function timed(work: Promise<unknown>): Promise<{ ms: number; unavailable: boolean }> {
+/**
+ * How long `work` took to settle, whether it was refused as unavailable, and the store's
+ * error that made it so (the exception's cause).
+ */
+async function timed(
+  work: Promise<unknown>,
+): Promise<{ ms: number; unavailable: boolean; cause?: string }> {
   const started = performance.now();
-  const unavailable = await work.then(
-    () => false,
-    (error: unknown) => error instanceof RateLimitUnavailableException,
+  const refusal = await work.then(
+    () => undefined,
+    (error: unknown) => error,
   );
-  return { ms: performance.now() - started, unavailable };
+  const unavailable = refusal instanceof RateLimitUnavailableException;
+  const cause = unavailable ? String((refusal.cause as Error | undefined)?.message) : undefined;
+  return { ms: performance.now() - started, unavailable, cause };
 }
 
 /** Polls until a decision is made on Redis again; how long that took. */
@@ -68,6 +89,30 @@ async function untilDeciding(limiter: RateLimiter, withinMs: number): Promise<nu
  * on a killed Redis, decisions after a restart, its key prefix, and the module never closing
  * it.
  */
+/**
+ * Decides 4 requests on two policies whose resets and retries are fractions of a ms (a clock
+ * at .25 ms: the script replies with them as strings, "333.25") and checks the numbers;
+ * returns the decisions.
+ */
+async function decidesWithFractions(client: RedisClientLike): Promise<RateLimitDecision[]> {
+  const limiter = new RateLimiter(
+    resolveOptions({ clock: () => 1_700_000_000_000.25 }),
+    new RedisStore(client, false),
+  );
+  const policies: RateLimitPolicy[] = [
+    { name: 'a', algorithm: 'token-bucket', limit: 3, window: 1_000.5 },
+    { name: 'b', algorithm: 'sliding-window-counter', limit: 5, window: '1h' },
+  ];
+  const decisions = [];
+  for (let i = 0; i < 4; i++) decisions.push(await limiter.consume('fractions', policies));
+  expect(decisions.map((decision) => decision.allowed)).toEqual([true, true, true, false]);
+  expect(decisions[2].results.map((result) => result.remaining)).toEqual([0, 2]);
+  const [bucket] = decisions[3].results;
+  expect(bucket.retryAfterMs).toBeGreaterThan(0);
+  expect(bucket.retryAfterMs).toBeLessThanOrEqual(333.5);
+  return decisions;
+}
+
 describe.each(REDIS_CLIENTS)('a %s client the app made', (name: RedisClientName) => {
   // A server per client: these tests stop, kill and restart it.
   const redis = useRedisServer();
@@ -75,7 +120,7 @@ describe.each(REDIS_CLIENTS)('a %s client the app made', (name: RedisClientName)
   let limiter: RateLimiter;
   beforeAll(() => Logger.overrideLogger(false));
   beforeEach(async () => {
-    made = clientOf(name, redis.server.url);
+    made = await clientOf(name, redis.server.url);
     await made.ready();
     limiter = new RateLimiter(
       resolveOptions({ timeout: TIMEOUT_MS, maxWait: MAX_WAIT_MS, breaker: false }),
@@ -101,16 +146,24 @@ describe.each(REDIS_CLIENTS)('a %s client the app made', (name: RedisClientName)
     await untilDeciding(limiter, 5_000);
   });
 
-  it('refuses at once while Redis is dead, and decides again after its restart (empty script cache)', async () => {
+  it('fails while Redis is dead, never past the deadline, and decides again after its restart (empty script cache)', async () => {
     await redis.server.kill();
     // Past the drop itself: the client has seen the socket close.
     await new Promise((resolve) => setTimeout(resolve, 50));
+    const lateness = watchTimerLateness();
     const during = [];
     for (let i = 0; i < 5; i++) during.push(await timed(limiter.consume('killed', POLICY)));
+    const lateMs = lateness();
     for (const decision of during) {
       expect(decision.unavailable).toBe(true);
-      // Refused, not queued until the deadline.
-      expect(decision.ms).toBeLessThan(TIMEOUT_MS / 2);
+      if (REPORTS_DISCONNECTS[name]) {
+        // Refused, not queued until the deadline.
+        expect(decision.ms).toBeLessThan(TIMEOUT_MS / 2);
+      } else {
+        // GLIDE holds the command for its reconnect, up to its own 250 ms: the deadline rules.
+        expect(decision.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 1);
+        expect(decision.ms).toBeLessThan(TIMEOUT_MS + lateMs + SETTLE_MS);
+      }
     }
     await redis.server.restart();
     // The client's own reconnect backoff: ioredis 50 ms more per try, node-redis up to 500 ms.
@@ -170,7 +223,7 @@ describe.each(['ioredis 6', 'iovalkey', 'node-redis 6'] as const)(
   (name) => {
     const redis = useRedisServer();
     it('goes before every key the store writes and resets, as its own commands would', async () => {
-      const made = clientOf(name, redis.server.url, { keyPrefix: 'tenant:' });
+      const made = await clientOf(name, redis.server.url, { keyPrefix: 'tenant:' });
       await made.ready();
       try {
         const store = new RedisStore(made.client, false);
@@ -203,22 +256,7 @@ describe.each([
     client.on('error', () => undefined);
     await client.connect();
     try {
-      // A clock at a fraction of a ms: resets and retries come back as strings ("333.25").
-      const limiter = new RateLimiter(
-        resolveOptions({ clock: () => 1_700_000_000_000.25 }),
-        new RedisStore(client as unknown as RedisClientLike, false),
-      );
-      const policies: RateLimitPolicy[] = [
-        { name: 'a', algorithm: 'token-bucket', limit: 3, window: 1_000.5 },
-        { name: 'b', algorithm: 'sliding-window-counter', limit: 5, window: '1h' },
-      ];
-      const decisions = [];
-      for (let i = 0; i < 4; i++) decisions.push(await limiter.consume('typed', policies));
-      expect(decisions.map((decision) => decision.allowed)).toEqual([true, true, true, false]);
-      expect(decisions[2].results.map((result) => result.remaining)).toEqual([0, 2]);
-      const [bucket] = decisions[3].results;
-      expect(bucket.retryAfterMs).toBeGreaterThan(0);
-      expect(bucket.retryAfterMs).toBeLessThanOrEqual(333.5);
+      const decisions = await decidesWithFractions(client as unknown as RedisClientLike);
       for (const { results } of decisions) {
         for (const result of results) {
           for (const field of ['remaining', 'resetMs', 'retryAfterMs'] as const) {
@@ -228,6 +266,57 @@ describe.each([
       }
     } finally {
       client.destroy();
+    }
+  });
+});
+
+describe('a Valkey GLIDE client with its own defaults', () => {
+  const redis = useRedisServer();
+  beforeAll(() => Logger.overrideLogger(false));
+  const glideOn = (options: { defaultDecoder?: Decoder } = {}) =>
+    GlideClient.createClient({
+      addresses: [{ host: '127.0.0.1', port: redis.server.port }],
+      ...options,
+    });
+
+  it('decides with the same numbers whatever its default decoder: replies come as strings', async () => {
+    const client = await glideOn({ defaultDecoder: Decoder.Bytes });
+    try {
+      await decidesWithFractions(client);
+      const time = await new RedisStore(client, false).time();
+      expect(Math.abs(time - Date.now())).toBeLessThan(5_000);
+      // The port's contract: string replies, not the Buffers this client decodes to.
+      const reply = await clientPortOf(client).script('eval', ["return {1, '333.25'}", 0]);
+      expect(reply).toEqual([1, '333.25']);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('fails decisions past its in-flight cap (1,000) as store failures, and decides again after', async () => {
+    const client = await glideOn();
+    try {
+      const limiter = new RateLimiter(
+        resolveOptions({ timeout: TIMEOUT_MS, maxWait: MAX_WAIT_MS, breaker: false }),
+        new RedisStore(client, false),
+      );
+      await limiter.consume('warm-up', POLICY);
+      await redis.server.pause(1_500);
+      const lateness = watchTimerLateness();
+      const decisions = await Promise.all(
+        Array.from({ length: 1_100 }, (_, i) => timed(limiter.consume(`capped-${i}`, POLICY))),
+      );
+      const lateMs = lateness();
+      expect(decisions.every((decision) => decision.unavailable)).toBe(true);
+      // Those past the cap refused by GLIDE, in its words; the others given up at the deadline.
+      const refusedByCap = decisions.filter(({ cause }) =>
+        /maximum inflight requests/.test(cause!),
+      );
+      expect(refusedByCap.length).toBeGreaterThanOrEqual(100);
+      for (const { ms } of decisions) expect(ms).toBeLessThan(MAX_WAIT_MS + lateMs + SETTLE_MS);
+      await untilDeciding(limiter, 5_000);
+    } finally {
+      client.close();
     }
   });
 });

@@ -1,10 +1,12 @@
 import type { Cluster, Redis } from 'ioredis';
 import type {
+  GlideLikeClient,
   IoredisLikeClient,
   NodeRedisLikeCluster,
   RedisClientLike,
 } from '../../../interfaces/redis-client.interface.js';
 import { RateLimitConfigError } from '../../../config/rate-limit-config.error.js';
+import { type GlideClient, GlidePort } from './glide-port.js';
 import { IoredisPort } from './ioredis-port.js';
 import { type NodeRedisCluster, NodeRedisClusterPort } from './node-redis-cluster-port.js';
 import { type NodeRedisClient, NodeRedisPort } from './node-redis-port.js';
@@ -23,12 +25,20 @@ const isNodeRedisLike = (value: Record<string, unknown>): boolean =>
   typeof value.isReady === 'boolean' &&
   typeof value.isOpen === 'boolean';
 
+/** Valkey GLIDE, client or Cluster: `customCommand` and `invokeScript` are its own. */
+const isGlide = (value: Record<string, unknown>): boolean =>
+  typeof value.customCommand === 'function' && typeof value.invokeScript === 'function';
+
+/** Of GLIDE's two clients, only `GlideClusterClient` routes a script itself. */
+const isGlideCluster = (value: Record<string, unknown>): boolean =>
+  typeof value.invokeScriptWithRoute === 'function';
+
 const isNodeRedisCluster = (value: Record<string, unknown>): boolean =>
   typeof value.nodeClient === 'function' && Array.isArray(value.masters);
 
 /** A client the app made (any supported library), told apart from a URL or options. */
 export function isRedisClient(value: unknown): value is RedisClientLike {
-  return isObject(value) && (isIoredisLike(value) || isNodeRedisLike(value));
+  return isObject(value) && (isIoredisLike(value) || isNodeRedisLike(value) || isGlide(value));
 }
 
 /** One port per client: the store and the start-up wait share its listeners and socket. */
@@ -50,6 +60,11 @@ export function clientPortOf(client: RedisClientLike): RedisClientPort {
     );
   }
   if (isIoredisLike(value)) port = new IoredisPort(client as IoredisLikeClient as Redis | Cluster);
+  else if (isGlide(value))
+    port = new GlidePort(
+      client as GlideLikeClient as unknown as GlideClient,
+      isGlideCluster(value),
+    );
   else if (isNodeRedisCluster(value))
     port = new NodeRedisClusterPort(client as NodeRedisLikeCluster as unknown as NodeRedisCluster);
   else port = new NodeRedisPort(client as unknown as NodeRedisClient);

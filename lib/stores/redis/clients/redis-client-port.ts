@@ -47,6 +47,16 @@ export interface RedisClientPort {
   close(): Promise<void>;
 }
 
+/**
+ * Whether a script call failed for want of its script on the server (a restart, a failover,
+ * SCRIPT FLUSH): Redis's NOSCRIPT error, as ioredis and node-redis pass it on, or as Valkey
+ * GLIDE words it ("An error was signalled by the server: - NoScriptError: No matching
+ * script."). Read only on a failure: the calls that succeed pay nothing for it.
+ */
+export const isNoScript = (error: unknown): boolean =>
+  error instanceof Error &&
+  (error.message.startsWith('NOSCRIPT') || error.message.includes('- NoScriptError:'));
+
 /** TIME's reply, seconds and microseconds, in whole ms. */
 export const timeMs = ([seconds, micros]: readonly unknown[]): number =>
   Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
