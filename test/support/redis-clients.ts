@@ -5,6 +5,7 @@ import * as nodeRedis6 from 'redis';
 import * as nodeRedis5 from 'redis5';
 import type { RedisClientLike } from '../../lib/interfaces/redis-client.interface.js';
 import { clientPortOf } from '../../lib/stores/redis/clients/client-port.js';
+import type { ServerKind } from './server-kinds.js';
 
 /**
  * Every client library the package supports, as an app makes its client: the library's
@@ -19,9 +20,23 @@ export const REDIS_CLIENTS = [
 ] as const;
 export type RedisClientName = (typeof REDIS_CLIENTS)[number];
 
-/** The Cluster clients: ioredis' `Cluster` and node-redis' `createCluster()`. */
-export const CLUSTER_CLIENTS = ['ioredis Cluster', 'node-redis 6 Cluster'] as const;
-export type ClusterClientName = (typeof CLUSTER_CLIENTS)[number];
+/** The Cluster clients: ioredis' and iovalkey's `Cluster`, node-redis' `createCluster()`. */
+export type ClusterClientName = 'ioredis Cluster' | 'iovalkey Cluster' | 'node-redis 6 Cluster';
+
+/**
+ * The clients the store suites go through on each server: every library on Redis; on Valkey,
+ * ioredis and iovalkey (Valkey's own fork of it), the clients apps moving to Valkey use, so
+ * that each listed behaviour is held once per client and topology there without running the
+ * whole matrix twice.
+ */
+export const CLIENTS_ON: Record<ServerKind, readonly RedisClientName[]> = {
+  redis: REDIS_CLIENTS,
+  valkey: ['ioredis 6', 'iovalkey'],
+};
+export const CLUSTER_CLIENTS_ON: Record<ServerKind, readonly ClusterClientName[]> = {
+  redis: ['ioredis Cluster', 'node-redis 6 Cluster'],
+  valkey: ['ioredis Cluster', 'iovalkey Cluster'],
+};
 
 /** What a test does with a client of any library besides handing it to the package. */
 export interface ClientUnderTest {
@@ -75,8 +90,12 @@ export function clusterClientOf(
   name: ClusterClientName,
   nodes: readonly { host: string; port: number }[],
 ): ClientUnderTest {
-  if (name === 'ioredis Cluster') {
-    const client = new ioredis6.Cluster([...nodes]);
+  if (name !== 'node-redis 6 Cluster') {
+    const Cluster =
+      name === 'ioredis Cluster'
+        ? ioredis6.Cluster
+        : (iovalkey.Cluster as unknown as typeof ioredis6.Cluster);
+    const client = new Cluster([...nodes]);
     client.on('error', () => undefined);
     return wrap(client, async () => client.disconnect());
   }
