@@ -13,6 +13,8 @@ const READY_TIMEOUT_MS = 10_000;
 export interface StartRedisClusterOptions {
   /** redis-server nodes joined by redis-cli (the default), or valkey-server by valkey-cli. */
   readonly server?: ServerKind;
+  /** More arguments for every node, e.g. `--rename-command EVAL ''`. */
+  readonly extraArgs?: readonly string[];
   /** Replicas per master: 0 (the default) or 1. */
   readonly replicas?: 0 | 1;
   /**
@@ -134,7 +136,12 @@ async function until(
  */
 export async function startRedisCluster(
   masters = 3,
-  { server = 'redis', replicas = 0, nodeTimeoutMs = 2_000 }: StartRedisClusterOptions = {},
+  {
+    server = 'redis',
+    extraArgs = [],
+    replicas = 0,
+    nodeTimeoutMs = 2_000,
+  }: StartRedisClusterOptions = {},
 ): Promise<RedisClusterHandle> {
   if (!Number.isInteger(masters) || masters < 3) {
     // redis-cli --cluster create refuses fewer than 3 masters.
@@ -155,6 +162,7 @@ export async function startRedisCluster(
     'nodes.conf',
     '--cluster-node-timeout',
     String(nodeTimeoutMs),
+    ...extraArgs,
   ];
 
   const nodeCount = masters * (1 + replicas);

@@ -427,6 +427,51 @@ describeOnServers((server) =>
         expect(perMaster).toHaveLength(3);
         expect(perMaster.every((count) => count > 0)).toBe(true);
       });
+
+      // Last: it restarts a master, which comes back empty.
+      it('reloads its scripts after SCRIPT FLUSH on every master; fails within the deadline on a killed master, and decides again once it restarts (empty script cache)', async () => {
+        const timeout = 100;
+        const killable = new RateLimiter(
+          resolveOptions({ prefix: PREFIX, failureMode: 'closed', breaker: false, timeout }),
+          storeOnClient(),
+        );
+        const policy: RateLimitPolicy = { algorithm: 'fixed-window', limit: 1_000, window: WINDOW };
+        const key = 'flushed-then-killed';
+        const remaining = async () => (await killable.consume(key, policy)).results[0].remaining;
+        expect(await remaining()).toBe(999);
+        await Promise.all(admin.nodes('master').map((node) => node.script('FLUSH')));
+        expect(await remaining()).toBe(998);
+
+        const master = admin.slots[await slotOf(`{${key}}`)][0];
+        const killed = cluster.servers.find((server) => master.endsWith(`:${server.port}`))!;
+        await killed.kill();
+        const lateness = watchTimerLateness();
+        const startedAt = performance.now();
+        const outcome = await killable.consume(key, policy).then(
+          () => 'answered',
+          () => 'failed',
+        );
+        const ms = performance.now() - startedAt;
+        const lateMs = lateness();
+        expect(outcome).toBe('failed');
+        expect(ms).toBeLessThanOrEqual(timeout + lateMs + 25);
+
+        // Back within cluster-node-timeout (2 s): not failed over, and without its keys.
+        await killed.restart();
+        const deadline = Date.now() + 10_000;
+        let after: number | undefined;
+        while (after === undefined && Date.now() < deadline) {
+          after = await remaining().catch(() => undefined);
+          if (after === undefined) await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        expect(after).toBe(999);
+        // ioredis reconnects no lost Cluster node by itself: the test's own client looks at
+        // all three masters again, for the suites after this one.
+        while (admin.nodes('master').length < 3 && Date.now() < deadline) {
+          await new Promise((resolve) => admin.refreshSlotsCache(() => resolve(undefined)));
+        }
+        expect(admin.nodes('master')).toHaveLength(3);
+      });
     });
   }),
 );
