@@ -42,6 +42,18 @@ const start = (options: RateLimitModuleOptions) =>
 
 const NO_SCRIPTING = /runs no Lua scripts \(EVAL: ERR unknown command 'eval'/i;
 
+/** The start with a client the app made fails, saying why; the client stays the app's. */
+async function expectStartRefused(made: ClientUnderTest): Promise<void> {
+  try {
+    await made.ready();
+    const starting = start({ redis: made.client });
+    await expect(starting).rejects.toThrow(RateLimitConfigError);
+    await expect(starting).rejects.toThrow(NO_SCRIPTING);
+  } finally {
+    await made.close();
+  }
+}
+
 /**
  * Every decision is a Lua script: on a server without scripting, the start fails with a
  * RateLimitConfigError that says so, through every client, rather than the app failing open
@@ -61,19 +73,8 @@ describeOnServers((server) =>
       expect(clients.trim().split('\n')).toHaveLength(1);
     });
 
-    it.each(CLIENTS_ON[server])(
-      'fails the start given a %s client, which it leaves open',
-      async (name) => {
-        const made = clientOf(name, redis.server.url);
-        try {
-          await made.ready();
-          const starting = start({ redis: made.client });
-          await expect(starting).rejects.toThrow(RateLimitConfigError);
-          await expect(starting).rejects.toThrow(NO_SCRIPTING);
-        } finally {
-          await made.close();
-        }
-      },
+    it.each(CLIENTS_ON[server])('fails the start given a %s client, which it leaves open', (name) =>
+      expectStartRefused(clientOf(name, redis.server.url)),
     );
 
     describe('on a Cluster', () => {
@@ -83,17 +84,9 @@ describeOnServers((server) =>
       }, 60_000);
       afterAll(() => cluster?.stop());
 
-      it.each(CLUSTER_CLIENTS_ON[server])('fails the start given a %s', async (name) => {
-        const made: ClientUnderTest = clusterClientOf(name, cluster.nodes);
-        try {
-          await made.ready();
-          const starting = start({ redis: made.client });
-          await expect(starting).rejects.toThrow(RateLimitConfigError);
-          await expect(starting).rejects.toThrow(NO_SCRIPTING);
-        } finally {
-          await made.close();
-        }
-      });
+      it.each(CLUSTER_CLIENTS_ON[server])('fails the start given a %s', (name) =>
+        expectStartRefused(clusterClientOf(name, cluster.nodes)),
+      );
     });
   }),
 );

@@ -135,6 +135,18 @@ describeOnServers((server) =>
       afterEach(() => Promise.all(stores.splice(0).map((store) => store.close())));
 
       const slotOf = (key: string): Promise<number> => admin.cluster('KEYSLOT', key);
+      /** The process of the master at `node` (host:port, as the slot maps name it). */
+      const serverAt = (node: string) =>
+        cluster.servers.find((server) => node.endsWith(`:${server.port}`))!;
+      /** Whether a decision was answered or failed, and after how many ms. */
+      const timedOutcome = async (decision: Promise<unknown>) => {
+        const startedAt = performance.now();
+        const outcome = await decision.then(
+          () => 'answered',
+          () => 'failed',
+        );
+        return { outcome, ms: performance.now() - startedAt };
+      };
       const allKeys = async (): Promise<string[]> =>
         (await Promise.all(admin.nodes('master').map((node) => node.keys(`${PREFIX}:*`)))).flat();
       /** The keys `action` creates. */
@@ -315,7 +327,7 @@ describeOnServers((server) =>
         const [written] = await keysWrittenBy(() => stallable.consume(key, policy));
         // ioredis' slot map: the slot's master first, as "host:port".
         const [master] = admin.slots[await slotOf(written)];
-        const stalled = cluster.servers.find((server) => master.endsWith(`:${server.port}`))!;
+        const stalled = serverAt(master);
         expect(stalled).toBeDefined();
 
         // Shorter than cluster-node-timeout (2 s): the other masters do not mark it failed.
@@ -347,20 +359,13 @@ describeOnServers((server) =>
         let otherKey = 'answering-0';
         for (let i = 1; (await masterOf(otherKey)) === stalledMaster; i++)
           otherKey = `answering-${i}`;
-        const stalled = cluster.servers.find((server) =>
-          stalledMaster.endsWith(`:${server.port}`),
-        )!;
+        const stalled = serverAt(stalledMaster);
         await stallable.consume(stalledKey, policy);
 
         await stalled.pause(1_500);
         const others = setInterval(() => void stallable.consume(otherKey, policy), 5);
         const lateness = watchTimerLateness();
-        const startedAt = performance.now();
-        const outcome = await stallable.consume(stalledKey, policy).then(
-          () => 'answered',
-          () => 'failed',
-        );
-        const ms = performance.now() - startedAt;
+        const { outcome, ms } = await timedOutcome(stallable.consume(stalledKey, policy));
         clearInterval(others);
         const lateMs = lateness();
         console.log(
@@ -398,7 +403,7 @@ describeOnServers((server) =>
         const stalledName = nodeOfKey('node-time');
         let otherName = nodeOfKey('node-time-0');
         for (let i = 1; otherName === stalledName; i++) otherName = nodeOfKey(`node-time-${i}`);
-        const stalled = cluster.servers.find((server) => stalledName.endsWith(`:${server.port}`))!;
+        const stalled = serverAt(stalledName);
         await stalled.pause(500);
         const pausedAt = performance.now();
         const stalledTime = store.nodeTime(stalledName).then(() => performance.now() - pausedAt);
@@ -443,15 +448,10 @@ describeOnServers((server) =>
         expect(await remaining()).toBe(998);
 
         const master = admin.slots[await slotOf(`{${key}}`)][0];
-        const killed = cluster.servers.find((server) => master.endsWith(`:${server.port}`))!;
+        const killed = serverAt(master);
         await killed.kill();
         const lateness = watchTimerLateness();
-        const startedAt = performance.now();
-        const outcome = await killable.consume(key, policy).then(
-          () => 'answered',
-          () => 'failed',
-        );
-        const ms = performance.now() - startedAt;
+        const { outcome, ms } = await timedOutcome(killable.consume(key, policy));
         const lateMs = lateness();
         expect(outcome).toBe('failed');
         expect(ms).toBeLessThanOrEqual(timeout + lateMs + 25);
