@@ -33,7 +33,7 @@ export default {
       'stores/algorithms',
     ].map((name) => `<rootDir>/test/${name}.spec.ts`),
   ],
-  testNamePattern: '^(?!(redis|ioredis 5|iovalkey|node-redis \\d) store )',
+  testNamePattern: '^(?!(redis|ioredis 5|iovalkey|node-redis \\d) store |on valkey )',
   // One failure kills the mutant: the rest of a file's tests are skipped once one fails, and
   // the rest of the suites are not loaded; the suites likeliest to fail, then the quickest, go first.
   testEnvironment: `${import.meta.dirname}/scripts/jest-bail-environment.mjs`,

@@ -1,17 +1,28 @@
 import type { RateLimitPolicy } from '../../lib/interfaces/rate-limit-policy.interface.js';
-import { LimiterFixture, type StoreKind, VirtualClock } from '../support/limiters.js';
-import { useRedisServer } from '../support/redis-fixture.js';
-import { REDIS_CLIENTS } from '../support/redis-clients.js';
+import { LimiterFixture, type StoreKind, storeKindsOn, VirtualClock } from '../support/limiters.js';
+import { describeOnServers, useRedisServer } from '../support/redis-fixture.js';
+import type { ServerKind } from '../support/server-kinds.js';
 
 /**
  * Each algorithm's exact contract, on a virtual clock, against a real redis-server through
- * every client library the package supports ('redis' is ioredis 6) and against the embedded
- * store: all must give these very numbers.
+ * every client library the package supports ('redis' is ioredis 6), against a valkey-server
+ * through ioredis and iovalkey, and against the embedded store: all must give these very
+ * numbers.
  */
-describe.each<StoreKind>(['redis', 'memory', ...REDIS_CLIENTS.slice(1)])('%s store', (kind) => {
+describe.each<StoreKind>(['memory', ...storeKindsOn('redis')])('%s store', (kind) =>
+  algorithmContracts(kind, 'redis'),
+);
+describeOnServers(
+  (server) =>
+    describe.each(storeKindsOn(server))('%s store', (kind) => algorithmContracts(kind, server)),
+  ['valkey'],
+);
+
+/** The contracts on `kind`'s store; a Redis store's on a server of `server`'s kind. */
+function algorithmContracts(kind: StoreKind, server: ServerKind): void {
   // Started in the Redis runs only: Jest runs no hook of a block whose tests are all filtered
   // out, and the mutation runs take the memory half alone (jest.mutation.config.js).
-  const redis = kind === 'memory' ? undefined : useRedisServer();
+  const redis = kind === 'memory' ? undefined : useRedisServer({ server });
   const clock = new VirtualClock();
   let fixture: LimiterFixture;
   let keySeq = 0;
@@ -318,4 +329,4 @@ describe.each<StoreKind>(['redis', 'memory', ...REDIS_CLIENTS.slice(1)])('%s sto
       });
     });
   });
-});
+}

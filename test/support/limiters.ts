@@ -16,12 +16,18 @@ import { startRedisServer } from './redis-server.js';
 import {
   type ClientUnderTest,
   clientOf,
+  CLIENTS_ON,
   type RedisClientName,
   untilReady,
 } from './redis-clients.js';
+import type { ServerKind } from './server-kinds.js';
 
 /** 'redis': ioredis 6 (its client readable as `client`); or another client library by name. */
 export type StoreKind = 'redis' | 'memory' | RedisClientName;
+
+/** The Redis stores the suites decide on on `server`: a store per client of CLIENTS_ON. */
+export const storeKindsOn = (server: ServerKind): StoreKind[] =>
+  CLIENTS_ON[server].map((name) => (name === 'ioredis 6' ? 'redis' : name));
 
 /** A virtual clock the test moves by hand. */
 export class VirtualClock {

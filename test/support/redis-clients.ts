@@ -6,6 +6,7 @@ import * as nodeRedis6 from 'redis';
 import * as nodeRedis5 from 'redis5';
 import type { RedisClientLike } from '../../lib/interfaces/redis-client.interface.js';
 import { clientPortOf } from '../../lib/stores/redis/clients/client-port.js';
+import type { ServerKind } from './server-kinds.js';
 
 /**
  * Every client library the package supports, as an app makes its client: the library's
@@ -21,13 +22,29 @@ export const REDIS_CLIENTS = [
 ] as const;
 export type RedisClientName = (typeof REDIS_CLIENTS)[number];
 
-/** The Cluster clients: ioredis' `Cluster`, node-redis' `createCluster()`, GLIDE's. */
+/** The Cluster clients: ioredis' and iovalkey's `Cluster`, node-redis' `createCluster()`, GLIDE's. */
 export const CLUSTER_CLIENTS = [
   'ioredis Cluster',
+  'iovalkey Cluster',
   'node-redis 6 Cluster',
   'Valkey GLIDE Cluster',
 ] as const;
 export type ClusterClientName = (typeof CLUSTER_CLIENTS)[number];
+
+/**
+ * The clients the store suites go through on each server: every library on Redis; on Valkey,
+ * ioredis and iovalkey (Valkey's own fork of it), the clients apps moving to Valkey use, so
+ * that each listed behaviour is held once per client and topology there without running the
+ * whole matrix twice.
+ */
+export const CLIENTS_ON: Record<ServerKind, readonly RedisClientName[]> = {
+  redis: REDIS_CLIENTS,
+  valkey: ['ioredis 6', 'iovalkey'],
+};
+export const CLUSTER_CLIENTS_ON: Record<ServerKind, readonly ClusterClientName[]> = {
+  redis: ['ioredis Cluster', 'node-redis 6 Cluster', 'Valkey GLIDE Cluster'],
+  valkey: ['ioredis Cluster', 'iovalkey Cluster'],
+};
 
 /** GLIDE's default `requestTimeout`: a command not answered by then fails (TimeoutError). */
 export const GLIDE_REQUEST_TIMEOUT_MS = 250;
@@ -95,8 +112,12 @@ export async function clusterClientOf(
     const client = await GlideClusterClient.createClient({ addresses: [...nodes] });
     return wrap(client, async () => client.close());
   }
-  if (name === 'ioredis Cluster') {
-    const client = new ioredis6.Cluster([...nodes]);
+  if (name !== 'node-redis 6 Cluster') {
+    const Cluster =
+      name === 'ioredis Cluster'
+        ? ioredis6.Cluster
+        : (iovalkey.Cluster as unknown as typeof ioredis6.Cluster);
+    const client = new Cluster([...nodes]);
     client.on('error', () => undefined);
     return wrap(client, async () => client.disconnect());
   }

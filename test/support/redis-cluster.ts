@@ -2,12 +2,8 @@ import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { CLUSTER_BUS_PORT_OFFSET, freeClusterPort } from './free-port.js';
-import {
-  REDIS_CLI_BIN,
-  sendRawCommand,
-  startRedisServer,
-  type RedisServer,
-} from './redis-server.js';
+import { sendRawCommand, startRedisServer, type RedisServer } from './redis-server.js';
+import { binariesOf, type ServerKind } from './server-kinds.js';
 
 const execFileAsync = promisify(execFile);
 const HOST = '127.0.0.1';
@@ -15,6 +11,10 @@ const SLOT_COUNT = 16_384;
 const READY_TIMEOUT_MS = 10_000;
 
 export interface StartRedisClusterOptions {
+  /** redis-server nodes joined by redis-cli (the default), or valkey-server by valkey-cli. */
+  readonly server?: ServerKind;
+  /** More arguments for every node, e.g. `--rename-command EVAL ''`. */
+  readonly extraArgs?: readonly string[];
   /** Replicas per master: 0 (the default) or 1. */
   readonly replicas?: 0 | 1;
   /**
@@ -129,14 +129,19 @@ async function until(
 }
 
 /**
- * Starts `masters` cluster-enabled redis-server processes, joins them with
- * `redis-cli --cluster create`, and with `replicas: 1` gives each master a replica of its own
+ * Starts `masters` cluster-enabled redis-server (or valkey-server) processes, joins them with
+ * `redis-cli --cluster create` (valkey-cli), and with `replicas: 1` gives each master a replica of its own
  * (CLUSTER MEET, then CLUSTER REPLICATE), so which replica takes over which master is known.
  * Resolves once every node reports `cluster_state:ok` and every replica is in sync.
  */
 export async function startRedisCluster(
   masters = 3,
-  { replicas = 0, nodeTimeoutMs = 2_000 }: StartRedisClusterOptions = {},
+  {
+    server = 'redis',
+    extraArgs = [],
+    replicas = 0,
+    nodeTimeoutMs = 2_000,
+  }: StartRedisClusterOptions = {},
 ): Promise<RedisClusterHandle> {
   if (!Number.isInteger(masters) || masters < 3) {
     // redis-cli --cluster create refuses fewer than 3 masters.
@@ -157,12 +162,13 @@ export async function startRedisCluster(
     'nodes.conf',
     '--cluster-node-timeout',
     String(nodeTimeoutMs),
+    ...extraArgs,
   ];
 
   const nodeCount = masters * (1 + replicas);
   const started = await Promise.allSettled(
     Array.from({ length: nodeCount }, () =>
-      startRedisServer({ port: pickPort, extraArgs: clusterArgs }),
+      startRedisServer({ server, port: pickPort, extraArgs: clusterArgs }),
     ),
   );
   const everyServer = started.flatMap((result) =>
@@ -178,7 +184,8 @@ export async function startRedisCluster(
     const failure = started.find((result) => result.status === 'rejected');
     if (failure) throw failure.reason;
 
-    await execFileAsync(REDIS_CLI_BIN, [
+    const { cli } = binariesOf(server);
+    await execFileAsync(cli, [
       '--cluster',
       'create',
       ...servers.map((server) => `${HOST}:${server.port}`),
@@ -187,7 +194,7 @@ export async function startRedisCluster(
       '--cluster-yes',
     ]).catch((error: Error & { stdout?: string; stderr?: string }) => {
       throw new Error(
-        `redis-cli --cluster create failed: ${error.message}\n${error.stdout ?? ''}${error.stderr ?? ''}`,
+        `${cli} --cluster create failed: ${error.message}\n${error.stdout ?? ''}${error.stderr ?? ''}`,
       );
     });
 

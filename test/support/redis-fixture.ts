@@ -1,10 +1,11 @@
-import { afterAll, beforeAll } from '@jest/globals';
+import { afterAll, beforeAll, describe } from '@jest/globals';
 import { Redis } from 'ioredis';
 import {
   type RedisServer,
   startRedisServer,
   type StartRedisServerOptions,
 } from './redis-server.js';
+import { missingServer, SERVER_KINDS, type ServerKind } from './server-kinds.js';
 
 export interface RedisServerFixture {
   readonly server: RedisServer;
@@ -45,4 +46,26 @@ export function useRedisServer(options?: StartRedisServerOptions): RedisServerFi
       return admin;
     },
   };
+}
+
+/** The kinds whose absence this test file has reported already. */
+const reportedMissing = new Set<ServerKind>();
+
+/**
+ * A describe per server kind (`on redis`, `on valkey`), its body given the kind, for suites
+ * that run on each server. Where a kind's binaries are missing (a clone without
+ * ../shared/valkey-8.0.1), its describe is skipped, and one line says so.
+ */
+export function describeOnServers(
+  body: (server: ServerKind) => void,
+  kinds: readonly ServerKind[] = SERVER_KINDS,
+): void {
+  for (const kind of kinds) {
+    const missing = missingServer(kind);
+    if (missing && !reportedMissing.has(kind)) {
+      reportedMissing.add(kind);
+      process.stdout.write(`Skipping the suites on ${kind}: ${missing}\n`);
+    }
+    (missing ? describe.skip : describe)(`on ${kind}`, () => body(kind));
+  }
 }

@@ -2,13 +2,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { freePort } from './free-port.js';
+import { binariesOf, type ServerKind } from './server-kinds.js';
 
-export const REDIS_SERVER_BIN = '/usr/bin/redis-server';
-export const REDIS_CLI_BIN = '/usr/bin/redis-cli';
+export const { server: REDIS_SERVER_BIN, cli: REDIS_CLI_BIN } = binariesOf('redis');
 const HOST = '127.0.0.1';
 const READY_TIMEOUT_MS = 5_000;
 const STOP_TIMEOUT_MS = 5_000;
@@ -16,6 +16,8 @@ const MAX_OUTPUT_CHARS = 16_384;
 const MAX_PORT_ATTEMPTS = 5;
 
 export interface RedisServer {
+  /** Which server runs: redis-server or valkey-server. */
+  readonly kind: ServerKind;
   readonly port: number;
   /** redis://127.0.0.1:<port> */
   readonly url: string;
@@ -35,6 +37,8 @@ export interface RedisServer {
 }
 
 export interface StartRedisServerOptions {
+  /** redis-server (the default) or valkey-server (server-kinds.ts). */
+  server?: ServerKind;
   extraArgs?: string[];
   /**
    * Port to use, or a function that picks one. With a function (default: `freePort`), a port
@@ -54,7 +58,7 @@ export interface StartRedisServerOptions {
  * Jest hands test files a copy of `process` whose 'exit' event never fires, so
  * `process.on('exit')` cannot reap servers there. Instead every server gets a tiny `sh` watchdog
  * that blocks reading a pipe from this process; the pipe hits EOF however this process dies
- * (exit, crash, SIGKILL), and the watchdog then SIGKILLs the redis-server whose pid is in
+ * (exit, crash, SIGKILL), and the watchdog then SIGKILLs the server whose pid is in
  * PID_FILE and removes the server's directory.
  */
 const PID_FILE = '.harness-redis.pid';
@@ -214,8 +218,12 @@ class RedisServerProcess implements RedisServer {
   private output = '';
   private resumeTimer: NodeJS.Timeout | null = null;
   private readonly watchdog: ChildProcess;
+  /** The binary's path, and its name for messages ('valkey-server on port ...'). */
+  private readonly binary: string;
+  private readonly name: string;
 
   constructor(
+    readonly kind: ServerKind,
     readonly port: number,
     readonly dir: string,
     private readonly extraArgs: readonly string[],
@@ -223,6 +231,8 @@ class RedisServerProcess implements RedisServer {
     private readonly password: string | undefined,
   ) {
     this.watchdog = startWatchdog(dir);
+    this.binary = binariesOf(kind).server;
+    this.name = basename(this.binary);
   }
 
   get url(): string {
@@ -230,7 +240,7 @@ class RedisServerProcess implements RedisServer {
   }
 
   async start(): Promise<void> {
-    if (this.child) throw new Error(`redis-server on port ${this.port} is already running`);
+    if (this.child) throw new Error(`${this.name} on port ${this.port} is already running`);
     this.output = '';
     const args = [
       ...(this.configFile === undefined ? [] : [this.configFile]),
@@ -251,7 +261,7 @@ class RedisServerProcess implements RedisServer {
       ...(this.password === undefined ? [] : ['--requirepass', this.password]),
       ...this.extraArgs,
     ];
-    const child = spawn(REDIS_SERVER_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(this.binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     const pidFile = join(this.dir, PID_FILE);
     if (child.pid !== undefined) writeFileSync(pidFile, String(child.pid));
@@ -283,10 +293,10 @@ class RedisServerProcess implements RedisServer {
     const deadline = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
       if (exitInfo !== null) {
-        // Let the pipes drain so the error shows redis-server's last words.
+        // Let the pipes drain so the error shows the server's last words.
         await sleep(20);
         throw new ServerStartError(
-          `redis-server on port ${this.port} exited during startup (${exitInfo}):\n${this.output}`,
+          `${this.name} on port ${this.port} exited during startup (${exitInfo}):\n${this.output}`,
           /address already in use/i.test(this.output),
         );
       }
@@ -295,7 +305,7 @@ class RedisServerProcess implements RedisServer {
       if (Date.now() > deadline) {
         await this.kill();
         throw new ServerStartError(
-          `redis-server on port ${this.port} did not answer within ${READY_TIMEOUT_MS} ms:\n${this.output}`,
+          `${this.name} on port ${this.port} did not answer within ${READY_TIMEOUT_MS} ms:\n${this.output}`,
           false,
         );
       }
@@ -318,7 +328,7 @@ class RedisServerProcess implements RedisServer {
 
   async pause(ms: number): Promise<void> {
     const child = this.child;
-    if (!child) throw new Error(`redis-server on port ${this.port} is not running`);
+    if (!child) throw new Error(`${this.name} on port ${this.port} is not running`);
     this.clearResumeTimer();
     child.kill('SIGSTOP');
     this.resumeTimer = setTimeout(() => {
@@ -357,21 +367,25 @@ class RedisServerProcess implements RedisServer {
   }
 }
 
-/** Starts a throwaway redis-server on 127.0.0.1 with no persistence; resolves once it answers. */
+/**
+ * Starts a throwaway redis-server (or valkey-server, with `server: 'valkey'`) on 127.0.0.1
+ * with no persistence; resolves once it answers.
+ */
 export async function startRedisServer(
   options: StartRedisServerOptions = {},
 ): Promise<RedisServer> {
   const pickPort = options.port ?? freePort;
   const extraArgs = options.extraArgs ?? [];
+  const kind = options.server ?? 'redis';
   for (let attempt = 1; ; attempt++) {
     const port = typeof pickPort === 'number' ? pickPort : await pickPort();
-    const dir = mkdtempSync(join(tmpdir(), `redis-${port}-`));
+    const dir = mkdtempSync(join(tmpdir(), `${kind}-${port}-`));
     let configFile: string | undefined;
     if (options.config !== undefined) {
       configFile = join(dir, 'redis.conf');
       writeFileSync(configFile, options.config);
     }
-    const server = new RedisServerProcess(port, dir, extraArgs, configFile, options.password);
+    const server = new RedisServerProcess(kind, port, dir, extraArgs, configFile, options.password);
     try {
       await server.start();
       return server;

@@ -5,8 +5,14 @@ import type { RedisConnectionOptions } from '../../interfaces/redis-client.inter
 import { clientPortOf } from './clients/client-port.js';
 import type { RedisClientPort } from './clients/redis-client-port.js';
 
-/** How long start-up waits for a client's first connection before serving anyway. */
+/**
+ * How long start-up waits for a client's first connection, and then for the server's answer
+ * to the scripting check, before serving anyway.
+ */
 const CONNECT_WAIT_MS = 2_000;
+
+/** The scripting check's script: no key, no write, nothing left but its SHA in the cache. */
+const SCRIPTING_CHECK = 'return 1';
 /**
  * How long a disconnect waits for the socket to close before destroying it (ioredis: 2 s).
  * ioredis arms that timer even for a socket that closed already (Redis went down and the
@@ -32,7 +38,8 @@ export const reconnectDelay = (): number => RECONNECT_MS * (0.5 + Math.random())
 /**
  * Creates the client for a URL or options. It fails fast instead of queueing: no offline
  * queue, no per-command retries; it reconnects in the background, so Redis coming back
- * needs no restart. Start-up waits briefly for it but never fails for it.
+ * needs no restart. Start-up waits briefly for it but never fails for it, only for a server
+ * without scripting (awaitReady), and then closes it.
  */
 export async function createRedisClient(
   option: string | RedisConnectionOptions,
@@ -54,7 +61,13 @@ export async function createRedisClient(
       : new Redis({ ...defaults, ...(option as RedisOptions), ...failFast });
   // Without a listener ioredis reports every failed reconnect as an unhandled error.
   client.on('error', () => undefined);
-  await awaitReady(clientPortOf(client), logger);
+  const port = clientPortOf(client);
+  try {
+    await awaitReady(port, logger);
+  } catch (error) {
+    await port.close();
+    throw error;
+  }
   return client;
 }
 
@@ -80,10 +93,15 @@ async function loadIoredis(): Promise<{ Redis: typeof Redis }> {
  * 'alert decode error' instead), and the last, if it differs, as the state now. Requests
  * then take the failure mode at once (the store sends nothing on a client that is not
  * ready) until it is. Leaves no listener behind, so a client the user owns keeps its own
- * error handling.
+ * error handling. Once ready, checks that the server runs scripts (assertScripting).
  */
 export async function awaitReady(client: RedisClientPort, logger: Logger): Promise<void> {
-  if (client.isReady()) return;
+  if (await connected(client, logger)) await assertScripting(client);
+}
+
+/** Whether the client is ready, waiting up to CONNECT_WAIT_MS; warns if it is not. */
+async function connected(client: RedisClientPort, logger: Logger): Promise<boolean> {
+  if (client.isReady()) return true;
   // A lazyConnect client would otherwise never connect: fast failure sends it no command.
   client.connectIfLazy();
   let firstError: Error | undefined;
@@ -110,6 +128,34 @@ export async function awaitReady(client: RedisClientPort, logger: Logger): Promi
     const cause = causes.length ? ` (${[...new Set(causes)].join(', then ')})` : '';
     logger.warn(
       `Redis is not reachable yet${cause}; decisions fail (see failureMode) until it is.`,
+    );
+  }
+  return isReady;
+}
+
+/**
+ * Fails the start with a RateLimitConfigError on a server without Lua scripting (Valkey can be
+ * built without it, and a provider can rename EVAL away): there EVAL is an unknown command,
+ * and every decision, one script, would fail, failing open or closed on every request. Any
+ * other answer, an error or none within CONNECT_WAIT_MS (a server that stalls, or goes
+ * away), starts the app as before: decisions then show what is wrong.
+ */
+async function assertScripting(client: RedisClientPort): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const failure = await Promise.race([
+    client.script('eval', [SCRIPTING_CHECK, 0]).then(
+      () => undefined,
+      (error: unknown) => error,
+    ),
+    new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), CONNECT_WAIT_MS);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (failure instanceof Error && /unknown command/i.test(failure.message)) {
+    throw new RateLimitConfigError(
+      `${client.describe()} runs no Lua scripts (EVAL: ${failure.message}); every rate-limit ` +
+        'decision is one. Use a server with scripting: Redis 7, or Valkey 8 built with Lua.',
     );
   }
 }

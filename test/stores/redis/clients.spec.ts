@@ -19,10 +19,10 @@ import { clientPortOf } from '../../../lib/stores/redis/clients/client-port.js';
 import {
   type ClientUnderTest,
   clientOf,
-  REDIS_CLIENTS,
+  CLIENTS_ON,
   type RedisClientName,
 } from '../../support/redis-clients.js';
-import { useRedisServer } from '../../support/redis-fixture.js';
+import { describeOnServers, useRedisServer } from '../../support/redis-fixture.js';
 import { untilWindowHasRoom } from '../../support/redis-server.js';
 import { byClientHeader, sequentially, startApp } from '../../support/test-app.js';
 import { watchTimerLateness } from '../../support/timer-lateness.js';
@@ -87,7 +87,7 @@ async function untilDeciding(limiter: RateLimiter, withinMs: number): Promise<nu
  * and redis.store.spec.ts run those through every client): a client as an app makes it, with
  * its library's own retry and offline-queue defaults, held to the deadline on a stopped and
  * on a killed Redis, decisions after a restart, its key prefix, and the module never closing
- * it.
+ * it. On Valkey too, through the clients CLIENTS_ON names for it.
  */
 /**
  * Decides 4 requests on two policies whose resets and retries are fractions of a ms (a clock
@@ -113,110 +113,112 @@ async function decidesWithFractions(client: RedisClientLike): Promise<RateLimitD
   return decisions;
 }
 
-describe.each(REDIS_CLIENTS)('a %s client the app made', (name: RedisClientName) => {
-  // A server per client: these tests stop, kill and restart it.
-  const redis = useRedisServer();
-  let made: ClientUnderTest;
-  let limiter: RateLimiter;
-  beforeAll(() => Logger.overrideLogger(false));
-  beforeEach(async () => {
-    made = await clientOf(name, redis.server.url);
-    await made.ready();
-    limiter = new RateLimiter(
-      resolveOptions({ timeout: TIMEOUT_MS, maxWait: MAX_WAIT_MS, breaker: false }),
-      new RedisStore(made.client, false),
-    );
-    await limiter.consume('warm-up', POLICY);
-  });
-  afterEach(() => made.close());
+describeOnServers((server) =>
+  describe.each(CLIENTS_ON[server])('a %s client the app made', (name: RedisClientName) => {
+    // A server per client: these tests stop, kill and restart it.
+    const redis = useRedisServer({ server });
+    let made: ClientUnderTest;
+    let limiter: RateLimiter;
+    beforeAll(() => Logger.overrideLogger(false));
+    beforeEach(async () => {
+      made = await clientOf(name, redis.server.url);
+      await made.ready();
+      limiter = new RateLimiter(
+        resolveOptions({ timeout: TIMEOUT_MS, maxWait: MAX_WAIT_MS, breaker: false }),
+        new RedisStore(made.client, false),
+      );
+      await limiter.consume('warm-up', POLICY);
+    });
+    afterEach(() => made.close());
 
-  it('fails a decision on a stopped (SIGSTOP) Redis at the deadline, and decides again once it wakes', async () => {
-    await redis.server.pause(1_500);
-    const lateness = watchTimerLateness();
-    // Together: each settles by the cap, all before Redis wakes.
-    const during = await Promise.all(
-      Array.from({ length: 3 }, () => timed(limiter.consume('stopped', POLICY))),
-    );
-    const lateMs = lateness();
-    for (const decision of during) {
-      expect(decision.unavailable).toBe(true);
-      expect(decision.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 1);
-      expect(decision.ms).toBeLessThan(MAX_WAIT_MS + lateMs + SETTLE_MS);
-    }
-    await untilDeciding(limiter, 5_000);
-  });
-
-  it('fails while Redis is dead, never past the deadline, and decides again after its restart (empty script cache)', async () => {
-    await redis.server.kill();
-    // Past the drop itself: the client has seen the socket close.
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const lateness = watchTimerLateness();
-    const during = [];
-    for (let i = 0; i < 5; i++) during.push(await timed(limiter.consume('killed', POLICY)));
-    const lateMs = lateness();
-    for (const decision of during) {
-      expect(decision.unavailable).toBe(true);
-      if (REPORTS_DISCONNECTS[name]) {
-        // Refused, not queued until the deadline.
-        expect(decision.ms).toBeLessThan(TIMEOUT_MS / 2);
-      } else {
-        // GLIDE holds the command for its reconnect, up to its own 250 ms: the deadline rules.
+    it('fails a decision on a stopped (SIGSTOP) Redis at the deadline, and decides again once it wakes', async () => {
+      await redis.server.pause(1_500);
+      const lateness = watchTimerLateness();
+      // Together: each settles by the cap, all before Redis wakes.
+      const during = await Promise.all(
+        Array.from({ length: 3 }, () => timed(limiter.consume('stopped', POLICY))),
+      );
+      const lateMs = lateness();
+      for (const decision of during) {
+        expect(decision.unavailable).toBe(true);
         expect(decision.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 1);
-        expect(decision.ms).toBeLessThan(TIMEOUT_MS + lateMs + SETTLE_MS);
+        expect(decision.ms).toBeLessThan(MAX_WAIT_MS + lateMs + SETTLE_MS);
       }
-    }
-    await redis.server.restart();
-    // The client's own reconnect backoff: ioredis 50 ms more per try, node-redis up to 500 ms.
-    await untilDeciding(limiter, 5_000);
-    await untilWindowHasRoom(redis.admin, 3_600_000);
-    const first = await limiter.consume('after-restart', POLICY);
-    const second = await limiter.consume('after-restart', POLICY);
-    expect([first.results[0].remaining, second.results[0].remaining]).toEqual([999, 998]);
-  });
+      await untilDeciding(limiter, 5_000);
+    });
 
-  it('reloads its scripts after SCRIPT FLUSH, on a connection that knew them', async () => {
-    await untilWindowHasRoom(redis.admin, 3_600_000);
-    await limiter.consume('flushed', POLICY);
-    await redis.admin.script('FLUSH');
-    const again = await limiter.consume('flushed', POLICY);
-    expect(again.results[0].remaining).toBe(998);
-  });
-
-  it('is provided as given, logged by where it decides, and never closed by the module', async () => {
-    @Controller()
-    class LimitedController {
-      @Get()
-      @RateLimit({ algorithm: 'fixed-window', limit: 3, window: '1h' })
-      limited() {
-        return 'ok';
+    it('fails while Redis is dead, never past the deadline, and decides again after its restart (empty script cache)', async () => {
+      await redis.server.kill();
+      // Past the drop itself: the client has seen the socket close.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const lateness = watchTimerLateness();
+      const during = [];
+      for (let i = 0; i < 5; i++) during.push(await timed(limiter.consume('killed', POLICY)));
+      const lateMs = lateness();
+      for (const decision of during) {
+        expect(decision.unavailable).toBe(true);
+        if (REPORTS_DISCONNECTS[name]) {
+          // Refused, not queued until the deadline.
+          expect(decision.ms).toBeLessThan(TIMEOUT_MS / 2);
+        } else {
+          // GLIDE holds the command for its reconnect, up to its own 250 ms: the deadline rules.
+          expect(decision.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 1);
+          expect(decision.ms).toBeLessThan(TIMEOUT_MS + lateMs + SETTLE_MS);
+        }
       }
-    }
-    const logs: string[] = [];
-    const logger: LoggerService = {
-      log: (message: unknown) => logs.push(String(message)),
-      warn: () => undefined,
-      error: () => undefined,
-    };
-    await untilWindowHasRoom(redis.admin, 3_600_000);
-    const app = await startApp(
-      'express',
-      [RateLimitModule.forRoot({ redis: made.client, keyBy: byClientHeader })],
-      [LimitedController],
-      // The module logs while it compiles, before the app's own logger is set.
-      { logger, customize: (builder) => builder.setLogger(logger) },
-    );
-    try {
-      expect(app.app.get(RATE_LIMIT_REDIS)).toBe(made.client);
-      expect(await sequentially(4, () => app.get('/', 'owned'))).toEqual([200, 200, 200, 429]);
-      expect(logs).toContain(`Deciding on Redis at 127.0.0.1:${redis.server.port}`);
-    } finally {
-      await app.close();
-    }
-    const port = clientPortOf(made.client);
-    expect(port.isReady()).toBe(true);
-    await expect(port.masterTimes()).resolves.toHaveLength(1);
-  });
-});
+      await redis.server.restart();
+      // The client's own reconnect backoff: ioredis 50 ms more per try, node-redis up to 500 ms.
+      await untilDeciding(limiter, 5_000);
+      await untilWindowHasRoom(redis.admin, 3_600_000);
+      const first = await limiter.consume('after-restart', POLICY);
+      const second = await limiter.consume('after-restart', POLICY);
+      expect([first.results[0].remaining, second.results[0].remaining]).toEqual([999, 998]);
+    });
+
+    it('reloads its scripts after SCRIPT FLUSH, on a connection that knew them', async () => {
+      await untilWindowHasRoom(redis.admin, 3_600_000);
+      await limiter.consume('flushed', POLICY);
+      await redis.admin.script('FLUSH');
+      const again = await limiter.consume('flushed', POLICY);
+      expect(again.results[0].remaining).toBe(998);
+    });
+
+    it('is provided as given, logged by where it decides, and never closed by the module', async () => {
+      @Controller()
+      class LimitedController {
+        @Get()
+        @RateLimit({ algorithm: 'fixed-window', limit: 3, window: '1h' })
+        limited() {
+          return 'ok';
+        }
+      }
+      const logs: string[] = [];
+      const logger: LoggerService = {
+        log: (message: unknown) => logs.push(String(message)),
+        warn: () => undefined,
+        error: () => undefined,
+      };
+      await untilWindowHasRoom(redis.admin, 3_600_000);
+      const app = await startApp(
+        'express',
+        [RateLimitModule.forRoot({ redis: made.client, keyBy: byClientHeader })],
+        [LimitedController],
+        // The module logs while it compiles, before the app's own logger is set.
+        { logger, customize: (builder) => builder.setLogger(logger) },
+      );
+      try {
+        expect(app.app.get(RATE_LIMIT_REDIS)).toBe(made.client);
+        expect(await sequentially(4, () => app.get('/', 'owned'))).toEqual([200, 200, 200, 429]);
+        expect(logs).toContain(`Deciding on Redis at 127.0.0.1:${redis.server.port}`);
+      } finally {
+        await app.close();
+      }
+      const port = clientPortOf(made.client);
+      expect(port.isReady()).toBe(true);
+      await expect(port.masterTimes()).resolves.toHaveLength(1);
+    });
+  }),
+);
 
 describe.each(['ioredis 6', 'iovalkey', 'node-redis 6'] as const)(
   "a %s client's key prefix",

@@ -5,20 +5,21 @@ import { RateLimiter } from '../../../lib/limiter/rate-limiter.service.js';
 import { resolveOptions } from '../../../lib/config/resolved-options.js';
 import { resolvePolicies } from '../../../lib/config/resolved-policy.js';
 import { RedisStore } from '../../../lib/stores/redis/redis.store.js';
-import { LimiterFixture, type StoreKind, VirtualClock } from '../../support/limiters.js';
-import { REDIS_CLIENTS } from '../../support/redis-clients.js';
+import { LimiterFixture, storeKindsOn, VirtualClock } from '../../support/limiters.js';
 import { fixedWindowState, integerState } from './fixed-window-state.js';
-import { useRedisServer } from '../../support/redis-fixture.js';
+import { describeOnServers, useRedisServer } from '../../support/redis-fixture.js';
 import { redisNowMs, untilWindowHasRoom } from '../../support/redis-server.js';
 
-/** What only the Redis store can get wrong: keys, expiries, script loading and Redis time. */
-describe('Redis store', () => {
-  const redis = useRedisServer();
-  beforeEach(() => redis.admin.flushall());
+/**
+ * What only the Redis store can get wrong: keys, expiries, script loading and Redis time, on
+ * each server.
+ */
+describeOnServers((server) =>
+  describe('Redis store', () => {
+    const redis = useRedisServer({ server });
+    beforeEach(() => redis.admin.flushall());
 
-  describe.each<StoreKind>(['redis', ...REDIS_CLIENTS.slice(1)])(
-    'on the Redis clock, through %s',
-    (kind) => {
+    describe.each(storeKindsOn(server))('on the Redis clock, through %s', (kind) => {
       let fixture: LimiterFixture;
       beforeAll(async () => {
         fixture = await new LimiterFixture(kind, redis.server.url, { prefix: 'app1' }).ready();
@@ -256,8 +257,14 @@ describe('Redis store', () => {
         );
         expect(decisions.map((decision) => decision.allowed)).toEqual(ALGORITHMS.map(() => true));
       });
-    },
-  );
+    });
+  }),
+);
+
+/** What a client the user configured brings to the store, and a virtual clock's keys. */
+describe('Redis store', () => {
+  const redis = useRedisServer();
+  beforeEach(() => redis.admin.flushall());
 
   describe("on a client the user configured (the store sends its own commands, not the client's methods)", () => {
     const policy = {

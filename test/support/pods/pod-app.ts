@@ -19,6 +19,7 @@ import {
 } from '@nestjs/common';
 import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { Cluster, Redis } from 'ioredis';
+import * as iovalkey from 'iovalkey';
 import {
   RATE_LIMIT_STORE,
   RateLimit,
@@ -114,14 +115,23 @@ function podModule(config: PodConfig): DynamicModule {
   return { module: PodModule, imports: [rateLimits], controllers: [controller] };
 }
 
-/** A Cluster the pod owns, given `redisCluster`; else the URL, for the module to connect. */
-function libraryRedis(config: PodConfig): string | Cluster {
-  if (!config.redisCluster) return requireRedisUrl(config);
-  const { nodes, options } = config.redisCluster;
-  const cluster = new Cluster([...nodes], options);
+/**
+ * A client the pod owns, given `redisCluster` or `clientLibrary`; else the URL, for the
+ * module to connect.
+ */
+function libraryRedis(config: PodConfig): string | Redis | Cluster {
+  const { redisCluster, clientLibrary } = config;
+  if (!redisCluster && !clientLibrary) return requireRedisUrl(config);
+  const library =
+    clientLibrary === 'iovalkey'
+      ? (iovalkey as unknown as { Redis: typeof Redis; Cluster: typeof Cluster })
+      : { Redis, Cluster };
+  const client = redisCluster
+    ? new library.Cluster([...redisCluster.nodes], redisCluster.options)
+    : new library.Redis(requireRedisUrl(config));
   // As an app would: a node going away must not crash the pod as an unhandled 'error'.
-  cluster.on('error', () => undefined);
-  return cluster;
+  client.on('error', () => undefined);
+  return client;
 }
 
 function requireRedisUrl(config: PodConfig): string {

@@ -31,6 +31,12 @@ export interface PodConfig {
     readonly nodes: readonly { readonly host: string; readonly port: number }[];
     readonly options?: Readonly<Record<string, number | string | boolean>>;
   };
+  /**
+   * For `library`: the pod makes its client itself with this library (a `Redis` on
+   * `redisUrl`, or the `Cluster`), as an app owning its client does. Without it, a `redisUrl`
+   * goes to the module, which connects with ioredis, and a `redisCluster` is ioredis'.
+   */
+  readonly clientLibrary?: 'ioredis' | 'iovalkey';
   readonly clock?: 'redis' | 'local';
   /** The module's `failureMode` and `timeout`; the pods default to 'closed' and 10 s. */
   readonly failureMode?: 'open' | 'closed' | 'local';

@@ -1,9 +1,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import {
   CLIENT_KEY_HEADER,
   CLOCK_SKEW_ENV,
@@ -16,6 +15,7 @@ import {
   REQUEST_LOG_PATH,
   routePath,
 } from './pod-config.js';
+import { packageRoot } from '../package-root.js';
 import type { PodRequestLog } from './request-log.js';
 
 const HOST = '127.0.0.1';
@@ -87,13 +87,7 @@ export interface PodFleet {
 
 /** The compiled pod app and clock preload: child processes cannot run TypeScript on Node 20. */
 export function compiledPodFile(file: string): string {
-  let folder = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(folder, 'package.json'))) {
-    const parent = dirname(folder);
-    if (parent === folder) throw new Error('package root not found');
-    folder = parent;
-  }
-  const path = join(folder, 'dist', 'test', 'support', 'pods', file);
+  const path = join(packageRoot(), 'dist', 'test', 'support', 'pods', file);
   if (!existsSync(path)) throw new Error(`${path} is missing: run \`npm run build\` first`);
   return path;
 }
