@@ -23,6 +23,7 @@ import {
 import { clientIp } from './client-ip.js';
 import { denialMessage, retryAfterOf } from './denial-message.js';
 import { onRenderedByModule } from './module-filter.js';
+import { OutcomeWatcher } from './outcome-watcher.js';
 import type { FailureMode, KeyResolver } from '../interfaces/rate-limit-policy.interface.js';
 import type { RateLimitDecision } from '../interfaces/rate-limit-decision.interface.js';
 import { tightestResult, writeRateLimitHeaders } from './rate-limit-headers.js';
@@ -70,6 +71,8 @@ export class RateLimitGuard implements CanActivate {
   };
   /** False in a subclass that overrides deny or getResponse: its 429s are always thrown. */
   private readonly mayAnswerDenials: boolean;
+  /** Gives back what policies that count by outcome do not count (RoutePlan.countsOutcomes). */
+  private readonly outcomes: OutcomeWatcher;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) protected readonly options: ResolvedRateLimitOptions,
@@ -87,6 +90,7 @@ export class RateLimitGuard implements CanActivate {
     this.mayAnswerDenials =
       this.deny === RateLimitGuard.prototype.deny &&
       this.getResponse === RateLimitGuard.prototype.getResponse;
+    this.outcomes = new OutcomeWatcher(limiter, this.logger);
   }
 
   // Not async: on HTTP the decision's own promise is all Nest awaits.
@@ -132,6 +136,7 @@ export class RateLimitGuard implements CanActivate {
       );
       return true;
     }
+    if (plan.countsOutcomes) this.outcomes.watch(context, clientKeys, policies, costs, decision);
     let delayMs = 0;
     for (const result of decision.results) delayMs = Math.max(delayMs, result.delayMs);
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));

@@ -51,7 +51,7 @@ describe.each(['redis', 'memory'] as const)('refund on the %s store', (kind) => 
     if (kind !== 'redis') return;
     const admin = redisServer.admin;
     for (const key of await admin.keys(`${kind}*`)) {
-      expect({ key, ttl: await admin.pttl(key) > 0 }).toEqual({ key, ttl: true });
+      expect({ key, ttl: (await admin.pttl(key)) > 0 }).toEqual({ key, ttl: true });
     }
   });
 

@@ -21,7 +21,12 @@ export const LEASE_RETURN_SCRIPT = composeGiveBackScript('lease-return');
 export const REFUND_SCRIPT = composeGiveBackScript('refund');
 
 /** The general prelude's leading values: mode (unread), now, ttl floor, no wanted-until. */
-const leading = (now: number | undefined, ttlFloorMs: number) => ['consume', now ?? '', ttlFloorMs, ''];
+const leading = (now: number | undefined, ttlFloorMs: number) => [
+  'consume',
+  now ?? '',
+  ttlFloorMs,
+  '',
+];
 
 /** EVAL's keys and arguments for a give-back (see lua/lease-return.lua). */
 export function giveBackArguments(request: GiveBackRequest): (string | number)[] {
@@ -42,7 +47,11 @@ export function giveBackArguments(request: GiveBackRequest): (string | number)[]
 /** EVAL's keys and arguments for a refund (see lua/refund.lua). */
 export function refundArguments(request: RefundRequest): (string | number)[] {
   const { keys, policies, units, chargedAt } = request;
-  const args: (string | number)[] = [keys.length, ...keys, ...leading(request.now, request.ttlFloorMs)];
+  const args: (string | number)[] = [
+    keys.length,
+    ...keys,
+    ...leading(request.now, request.ttlFloorMs),
+  ];
   for (let i = 0; i < policies.length; i++) {
     const { algorithm, scriptArgs } = policies[i];
     args.push(algorithm, scriptArgs[0], scriptArgs[1], scriptArgs[2], units[i], chargedAt[i] ?? '');
