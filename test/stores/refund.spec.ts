@@ -212,3 +212,55 @@ describe.each(['redis', 'memory'] as const)('refund on the %s store', (kind) => 
     await expect(limiter.refund('client', p, 1.5)).rejects.toMatchObject({ status: 400 });
   });
 });
+
+describe('refund beside leases and the deny cache', () => {
+  const clock = new VirtualClock();
+  const fixtures: LimiterFixture[] = [];
+  const limiterWith = async (prefix: string, denyCache: boolean) => {
+    const fixture = new LimiterFixture('redis', redisServer.server.url, {
+      clock: clock.read,
+      timeout: 5_000,
+      denyCache,
+      prefix,
+    });
+    fixtures.push(await fixture.ready());
+    return fixture.limiter;
+  };
+  afterAll(() => Promise.all(fixtures.map((fixture) => fixture.close())));
+  beforeEach(() => clock.set(T0 + 100));
+
+  it("a leased window's units go back to what the pod holds, not to the store", async () => {
+    const limiter = await limiterWith('leased', false);
+    const p: RateLimitPolicy = {
+      name: 'leased',
+      algorithm: 'fixed-window',
+      limit: 10,
+      window: 1_000,
+      lease: 5,
+    };
+    expect((await limiter.consume('client', p)).allowed).toBe(true);
+    const [key] = await redisServer.admin.keys('leased*');
+    const charged = await redisServer.admin.get(key);
+    await limiter.refund('client', p);
+    // The store still counts the lease; the pod admits the unit again from what it holds.
+    expect(await redisServer.admin.get(key)).toBe(charged);
+    let admitted = 1;
+    while ((await limiter.consume('client', p)).allowed) admitted++;
+    expect(admitted).toBe(11);
+  });
+
+  it('a denial the cache knows is dropped by a refund on its keys', async () => {
+    const limiter = await limiterWith('cached', true);
+    const p: RateLimitPolicy = {
+      name: 'cached',
+      algorithm: 'fixed-window',
+      limit: 1,
+      window: 1_000,
+    };
+    expect((await limiter.consume('client', p)).allowed).toBe(true);
+    expect((await limiter.consume('client', p)).allowed).toBe(false);
+    expect((await limiter.consume('client', p)).cached).toBe(true);
+    await limiter.refund('client', p);
+    expect((await limiter.consume('client', p)).allowed).toBe(true);
+  });
+});
