@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { GUARDS_METADATA } from '@nestjs/common/constants.js';
 import { createHash } from 'node:crypto';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
@@ -89,7 +89,8 @@ export class RoutePlanner {
     private readonly reflector: Reflector,
     private readonly discovery: DiscoveryService,
     private readonly metadataScanner: MetadataScanner,
-    @Inject(RATE_LIMIT_STORE) private readonly store: Pick<RateLimitStore, 'refund'>,
+    // Optional: a planner provided without the module's store checks no store's abilities.
+    @Optional() @Inject(RATE_LIMIT_STORE) private readonly store?: Pick<RateLimitStore, 'refund'>,
   ) {}
 
   /**
@@ -209,7 +210,7 @@ export class RoutePlanner {
   /** Whether a policy counts by outcome; such a policy needs a store that gives units back. */
   private countsOutcomes(label: string, policies: readonly ResolvedPolicy[]): boolean {
     const counting = policies.find((policy) => policy.count !== 'all');
-    if (counting && !this.store.refund) {
+    if (counting && this.store && !this.store.refund) {
       throw new RateLimitConfigError(
         `Invalid rate limit policy "${counting.name}" on ${label}: count '${counting.count}' needs a store that can give units back (RateLimitStore.refund), which the store in use cannot`,
       );
