@@ -1,3 +1,5 @@
+import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
+import { Args, GraphQLModule, Mutation, Query as GraphQLQuery, Resolver } from '@nestjs/graphql';
 import {
   type ArgumentsHost,
   Catch,
@@ -5,6 +7,7 @@ import {
   type ExceptionFilter,
   Get,
   HttpException,
+  Module,
   Query,
   UnauthorizedException,
   UseFilters,
@@ -308,6 +311,68 @@ describe('counting by outcome on a microservice', () => {
     } finally {
       await client.close();
       await app.close();
+    }
+  });
+});
+
+const GQL_LOGIN = policy('gql-login', { count: 'failed' });
+
+@Resolver()
+class LoginResolver {
+  @GraphQLQuery(() => String, { nullable: true })
+  health() {
+    return 'ok';
+  }
+
+  @Mutation(() => String)
+  @RateLimit(GQL_LOGIN)
+  login(@Args('password') password: string) {
+    if (password !== 'right') throw new UnauthorizedException('Wrong password.');
+    return 'welcome';
+  }
+}
+
+@Module({ providers: [LoginResolver] })
+class LoginGraphQLModule {}
+
+describe('counting by outcome on GraphQL', () => {
+  it('a resolver that returns is a success, one that throws a failure', async () => {
+    const running = await startApp(
+      'express',
+      [
+        RateLimitModule.forRoot({
+          redis: redis.server.url,
+          prefix: 'outcome-gql',
+          keyBy: () => 'gql-client',
+        }),
+        GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true }),
+        LoginGraphQLModule,
+      ],
+      [],
+    );
+    const limiter = running.app.get(RateLimiter);
+    const remaining = async () =>
+      (await limiter.peek('gql-client', GQL_LOGIN)).results[0].remaining;
+    const login = async (password: string) => {
+      const response = await fetch(`${running.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: `mutation { login(password: "${password}") }` }),
+      });
+      const body = (await response.json()) as {
+        data?: { login?: string };
+        errors?: { message: string }[];
+      };
+      return body.data?.login ?? body.errors?.[0].message;
+    };
+    try {
+      expect(await login('right')).toBe('welcome');
+      await eventually(async () => (await remaining()) === 3);
+      expect(await login('wrong')).toBe('Wrong password.');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await remaining()).toBe(2);
+    } finally {
+      await running.close();
     }
   });
 });
