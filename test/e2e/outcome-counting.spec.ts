@@ -13,17 +13,7 @@ import {
   UseFilters,
 } from '@nestjs/common';
 import { INTERCEPTORS_METADATA } from '@nestjs/common/constants.js';
-import {
-  ClientProxyFactory,
-  type ClientProxy,
-  MessagePattern,
-  type MicroserviceOptions,
-  Payload,
-  RpcException,
-  Transport,
-} from '@nestjs/microservices';
-import { Test } from '@nestjs/testing';
-import { firstValueFrom } from 'rxjs';
+import { MessagePattern, Payload, RpcException } from '@nestjs/microservices';
 import {
   MemoryStore,
   RateLimit,
@@ -35,8 +25,8 @@ import {
   type RefundRequest,
 } from '../../lib/index.js';
 import { eventually } from '../support/eventually.js';
-import { freePort } from '../support/free-port.js';
 import { KeyRecordingStore } from '../support/limiters.js';
+import { startService } from '../support/tcp-service.js';
 import { useRedisServer } from '../support/redis-fixture.js';
 import {
   type AdapterKind,
@@ -272,45 +262,25 @@ class RpcLoginController {
 
 describe('counting by outcome on a microservice', () => {
   it('a handler that returns is a success, one that throws a failure', async () => {
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        RateLimitModule.forRoot({
-          redis: redis.server.url,
-          prefix: 'outcome-rpc',
-          keyBy: () => 'rpc-client',
-        }),
-      ],
-      controllers: [RpcLoginController],
-    }).compile();
-    const port = await freePort();
-    const app = moduleRef.createNestMicroservice<MicroserviceOptions>({
-      transport: Transport.TCP,
-      options: { host: '127.0.0.1', port },
-    });
-    app.useLogger(false);
-    await app.listen();
-    const client: ClientProxy = ClientProxyFactory.create({
-      transport: Transport.TCP,
-      options: { host: '127.0.0.1', port },
-    });
-    const limiter = app.get(RateLimiter);
+    const service = await startService(
+      { redis: redis.server.url, prefix: 'outcome-rpc', keyBy: () => 'rpc-client' },
+      [RpcLoginController],
+    );
+    const limiter = service.app.get(RateLimiter);
     const remaining = async () =>
       (await limiter.peek('rpc-client', RPC_LOGIN)).results[0].remaining;
-    const send = (password: string) =>
-      firstValueFrom(client.send('login', password)).then(
-        (reply: unknown) => reply,
-        (error: { message?: string }) => error.message,
-      );
+    const send = async (password: string) => {
+      const { reply, error } = await service.send('login', password);
+      return reply ?? (error as { message?: string }).message;
+    };
     try {
-      await client.connect();
       expect(await send('right')).toBe('welcome');
       await eventually(async () => (await remaining()) === 3);
       expect(await send('wrong')).toBe('Wrong password.');
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(await remaining()).toBe(2);
     } finally {
-      await client.close();
-      await app.close();
+      await service.close();
     }
   });
 });
