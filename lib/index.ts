@@ -6,6 +6,7 @@ export { RateLimitModule } from './rate-limit.module.js';
 export type { RateLimitOptionsFactory } from './rate-limit.module-definition.js';
 export { RateLimit, SkipRateLimit } from './rate-limit.decorator.js';
 export { RateLimitGuard } from './guard/rate-limit.guard.js';
+export { RateLimitOutcomeInterceptor } from './guard/outcome.interceptor.js';
 export { RateLimiter } from './limiter/rate-limiter.service.js';
 export {
   RateLimitHealthIndicator,
@@ -35,8 +36,10 @@ export {
   ALGORITHMS,
   type Algorithm,
   type FailureMode,
+  type FailureTest,
   type KeyResolver,
   type LimitResolver,
+  type OutcomeCount,
   type RateLimitPolicy,
 } from './interfaces/rate-limit-policy.interface.js';
 export type {
@@ -98,6 +101,7 @@ export type {
   LeaseTerms,
   PolicyVerdict,
   RateLimitStore,
+  RefundRequest,
   StoreDecision,
 } from './interfaces/rate-limit-store.interface.js';
 export { RedisStore } from './stores/redis/redis.store.js';

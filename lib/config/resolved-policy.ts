@@ -2,6 +2,7 @@ import { RateLimitConfigError } from './rate-limit-config.error.js';
 import type {
   Algorithm,
   FailureMode,
+  OutcomeCount,
   RateLimitPolicy,
 } from '../interfaces/rate-limit-policy.interface.js';
 import { parseWindow } from './window.js';
@@ -40,6 +41,7 @@ const ALGORITHM_CODES: Record<Algorithm, string> = {
   'sliding-window-counter': 'swc2',
 };
 const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'local'];
+const OUTCOME_COUNTS: readonly OutcomeCount[] = ['all', 'failed', 'succeeded'];
 const BUCKETS: ReadonlySet<Algorithm> = new Set(['token-bucket', 'leaky-bucket']);
 /** What a lease can be taken of: budgets whose charge a pod can spend later (docs/leases.md). */
 const LEASABLE: readonly Algorithm[] = ['fixed-window', 'sliding-window-counter', 'token-bucket'];
@@ -165,6 +167,16 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
     if (blockMs! > 0) fail('lease', 'cannot be combined with blockDuration');
     if (policy.shadow === true) fail('lease', 'cannot be combined with shadow');
   }
+  const count = policy.count ?? 'all';
+  if (!OUTCOME_COUNTS.includes(count)) {
+    fail('count', `must be 'all', 'failed' or 'succeeded' (got ${JSON.stringify(count)})`);
+  }
+  if (policy.isFailure !== undefined) {
+    if (typeof policy.isFailure !== 'function') fail('isFailure', 'must be a function');
+    if (count === 'all') {
+      fail('isFailure', "applies only with count 'failed' or 'succeeded' (count is 'all')");
+    }
+  }
   const routePart = scope === 'route' && source.routeId ? `:${source.routeId}` : '';
   const template: ResolvedPolicy = {
     name,
@@ -180,6 +192,8 @@ function resolvePolicy(policy: RateLimitPolicy, source: PolicySource): ResolvedP
     blockMs: blockMs!,
     failureMode,
     lease,
+    count,
+    isFailure: policy.isFailure,
     keySuffix: `:${name}:${ALGORITHM_CODES[algorithm]}${routePart}`,
     scriptArgs: [],
     perRequest: { limit: policy.limit, burst },
@@ -212,6 +226,8 @@ export function sizePolicy(
     blockMs: policy.blockMs,
     failureMode: policy.failureMode,
     lease: Math.min(policy.lease, capacity),
+    count: policy.count,
+    isFailure: policy.isFailure,
     keySuffix: policy.keySuffix,
     scriptArgs: [String(limit), String(policy.windowMs), String(capacity)],
     perRequest: undefined,

@@ -22,6 +22,7 @@ import {
 import { AbsentKeys, hasAbsentKey } from './absent-keys.js';
 import { clientIpKeyBy } from './proxy-trust-check.js';
 import { denialMessage, retryAfterOf } from './denial-message.js';
+import { OutcomeWatcher } from './outcome-watcher.js';
 import type { FailureMode, KeyResolver } from '../interfaces/rate-limit-policy.interface.js';
 import type { RateLimitDecision } from '../interfaces/rate-limit-decision.interface.js';
 import { tightestResult, writeRateLimitHeaders } from './rate-limit-headers.js';
@@ -66,6 +67,9 @@ export class RateLimitGuard implements CanActivate {
     this.headerName = lower ? (given) => given.toLowerCase() : (given) => given;
     return this.headerName(name);
   };
+  /** Gives back what policies that count by outcome do not count (RoutePlan.countsOutcomes). */
+  private readonly outcomes: OutcomeWatcher;
+
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) protected readonly options: ResolvedRateLimitOptions,
     protected readonly limiter: RateLimiter,
@@ -83,6 +87,7 @@ export class RateLimitGuard implements CanActivate {
     this.rendersOwnDenials =
       this.deny === RateLimitGuard.prototype.deny &&
       this.getResponse === RateLimitGuard.prototype.getResponse;
+    this.outcomes = new OutcomeWatcher(limiter, this.logger);
   }
 
   // Not async: on HTTP the decision's own promise is all Nest awaits.
@@ -132,6 +137,7 @@ export class RateLimitGuard implements CanActivate {
       );
       return true;
     }
+    if (plan.countsOutcomes) this.outcomes.watch(context, clientKeys, policies, costs, decision);
     let delayMs = 0;
     for (const result of decision.results) delayMs = Math.max(delayMs, result.delayMs);
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));

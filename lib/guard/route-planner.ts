@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { GUARDS_METADATA } from '@nestjs/common/constants.js';
 import { createHash } from 'node:crypto';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
@@ -6,6 +6,7 @@ import {
   RATE_LIMIT_GUARD_METADATA,
   RATE_LIMIT_OPTIONS,
   RATE_LIMIT_POLICIES_METADATA,
+  RATE_LIMIT_STORE,
   SKIP_RATE_LIMIT_METADATA,
 } from '../rate-limit.constants.js';
 import { RateLimitConfigError } from '../config/rate-limit-config.error.js';
@@ -16,6 +17,7 @@ import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
 import { strictestFailureMode } from '../config/failure-mode.js';
 import { resolvePolicies } from '../config/resolved-policy.js';
 import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js';
+import type { RateLimitStore } from '../interfaces/rate-limit-store.interface.js';
 
 /** What the guard knows of one handler, worked out once at start-up. */
 export interface RoutePlan {
@@ -45,6 +47,11 @@ export interface RoutePlan {
   readonly guardedExplicitly: boolean;
   /** What a store failure means here: the strictest of the policies' failure modes. */
   readonly failureMode: FailureMode;
+  /**
+   * Set when some policy counts by outcome (`count` other than 'all'): the guard then
+   * watches each admitted request's outcome to give back what it does not count.
+   */
+  readonly countsOutcomes: boolean;
 }
 
 /** A handler function or the class that holds it, as Nest hands them over. */
@@ -62,6 +69,7 @@ const UNLIMITED: RoutePlan = {
   policyHeader: '',
   guardedExplicitly: false,
   failureMode: 'open',
+  countsOutcomes: false,
 };
 
 /**
@@ -83,6 +91,8 @@ export class RoutePlanner {
     private readonly reflector: Reflector,
     private readonly discovery: DiscoveryService,
     private readonly metadataScanner: MetadataScanner,
+    // Optional: a planner provided without the module's store checks no store's abilities.
+    @Optional() @Inject(RATE_LIMIT_STORE) private readonly store?: Pick<RateLimitStore, 'refund'>,
   ) {}
 
   /**
@@ -196,6 +206,7 @@ export class RoutePlanner {
           : undefined,
         guardedExplicitly: [handler, owner].some((target) => this.hasOwnRateLimitGuard(target)),
         failureMode: strictestFailureMode(policies, this.options.failureMode),
+        countsOutcomes: this.countsOutcomes(label, policies),
       };
       if (plan.failureMode !== this.options.failureMode && policies.length > 0) {
         const routes = this.otherFailureModes.get(plan.failureMode) ?? [];
@@ -223,6 +234,17 @@ export class RoutePlanner {
     }
     this.routeIds.set(id, [owner, handler]);
     return id;
+  }
+
+  /** Whether a policy counts by outcome; such a policy needs a store that gives units back. */
+  private countsOutcomes(label: string, policies: readonly ResolvedPolicy[]): boolean {
+    const counting = policies.find((policy) => policy.count !== 'all');
+    if (counting && this.store && !this.store.refund) {
+      throw new RateLimitConfigError(
+        `Invalid rate limit policy "${counting.name}" on ${label}: count '${counting.count}' needs a store that can give units back (RateLimitStore.refund), which the store in use cannot`,
+      );
+    }
+    return counting !== undefined;
   }
 
   private hasOwnRateLimitGuard(target: RouteTarget): boolean {

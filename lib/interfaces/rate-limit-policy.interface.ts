@@ -18,6 +18,19 @@ export type Algorithm = (typeof ALGORITHMS)[number];
  */
 export type FailureMode = 'open' | 'closed' | 'local';
 
+/**
+ * Which requests a policy counts (`RateLimitPolicy.count`): all of them, only those whose
+ * outcome is a failure, or only those that succeed.
+ */
+export type OutcomeCount = 'all' | 'failed' | 'succeeded';
+
+/**
+ * Whether a request's outcome is a failure (`RateLimitPolicy.isFailure`): given the final
+ * HTTP status, or on any transport what the handler threw (an error; `undefined` when a
+ * GraphQL, WebSocket or microservice handler returned).
+ */
+export type FailureTest = (context: ExecutionContext, statusOrError: unknown) => boolean;
+
 /** Says who is being limited: requests that map to the same string share a budget. */
 export type KeyResolver = (context: ExecutionContext) => string | Promise<string>;
 
@@ -103,4 +116,22 @@ export interface RateLimitPolicy {
    * @default none: every request is decided by the store
    */
   lease?: number;
+  /**
+   * Which requests the policy counts: `'all'`, only those that fail (`'failed'`: a
+   * successful one is given back after its response, e.g. failed logins), or only those that
+   * succeed (`'succeeded'`). The charge is still taken before the handler, atomically, so
+   * parallel requests cannot race past the limit; the give-back happens once, after the
+   * response. See docs/policies.md ("Protecting a login").
+   * @default 'all'
+   */
+  count?: OutcomeCount;
+  /**
+   * With `count` 'failed' or 'succeeded': says whether a request failed, instead of the
+   * default (an HTTP status of 400 or more, or a thrown exception; on GraphQL, WebSocket
+   * and microservice handlers, a thrown exception). Called once per admitted request, with
+   * the final HTTP status, or with what the handler threw (`undefined` if it returned, on
+   * the transports without a status). A throw counts as a failure.
+   * @default status >= 400 or a thrown exception
+   */
+  isFailure?: FailureTest;
 }

@@ -58,6 +58,27 @@ export interface GiveBackRequest {
   readonly ttlFloorMs: number;
 }
 
+/**
+ * A request's charge given back to its policies (RateLimitStore.refund): policy i gets
+ * `units[i]` back on keys[i], never beyond what its algorithm could hold.
+ */
+export interface RefundRequest {
+  readonly keys: readonly string[];
+  readonly policies: readonly ResolvedPolicy[];
+  readonly units: readonly number[];
+  /**
+   * Per policy, when its charge took effect, in epoch ms on the decisions' clock: any
+   * instant of the window charged (the windows, which give back only in that window), the
+   * time of the entries the charge added (the sliding log), the request's start, i.e. the
+   * decision's instant plus its delay (the leaky bucket); undefined: the latest charge (this
+   * window, the newest entries, the last slot in the queue). The token bucket needs none.
+   */
+  readonly chargedAt: readonly (number | undefined)[];
+  /** Epoch ms from the app's clock; undefined: the store's own (Redis TIME). */
+  readonly now: number | undefined;
+  readonly ttlFloorMs: number;
+}
+
 /** A store's answer for one policy of a request (the limiter adds the policy's name and sizes). */
 export interface PolicyVerdict {
   readonly allowed: boolean;
@@ -127,6 +148,12 @@ export interface RateLimitStore {
    * (`RateLimiter.storeStatus()`), never on a decision's path.
    */
   whyNotReady?(): string | undefined;
+  /**
+   * Optional: gives a charge back to the request's policies, all at once (see
+   * RefundRequest); a key without state is left alone. Without it, RateLimiter.refund and
+   * policies that count by outcome are refused at start.
+   */
+  refund?(request: RefundRequest): Promise<void>;
   /**
    * Optional: calls `listener` each time the store's connection becomes ready to take
    * commands (connected again after an outage); returns what stops it. The limiter then

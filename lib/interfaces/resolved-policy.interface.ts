@@ -2,8 +2,10 @@ import type { ExecutionContext } from '@nestjs/common';
 import type {
   Algorithm,
   FailureMode,
+  FailureTest,
   KeyResolver,
   LimitResolver,
+  OutcomeCount,
 } from './rate-limit-policy.interface.js';
 
 /** A policy's `cost` as a function of the request. */
@@ -32,6 +34,10 @@ export interface ResolvedPolicy {
    * capacity); 0: not leased. A template's is the policy's own, capped when it is sized.
    */
   readonly lease: number;
+  /** Which outcomes the policy counts (RateLimitPolicy.count); others are given back. */
+  readonly count: OutcomeCount;
+  /** RateLimitPolicy.isFailure; undefined: a status >= 400 or a thrown exception. */
+  readonly isFailure: FailureTest | undefined;
   /** Appended to the client's hash tag to form this policy's key. */
   readonly keySuffix: string;
   /** The script arguments: limit, window, burst. */

@@ -44,7 +44,10 @@ interface Denial {
  * early by `margin` so that a cached denial never outlasts Redis's own.
  *
  * Other pods' charges are invisible here, as they are to any answer given before them;
- * they can only make a denial last longer, never admit what the cache denies.
+ * they can only make a denial last longer, never admit what the cache denies. Their
+ * refunds could: a request with a policy that counts by outcome (`count`), whose charges
+ * any pod may give back, is never kept; this pod's own refunds drop what they change
+ * (forget). A `RateLimiter.refund` another pod sends is not seen here (docs/deny-cache.md).
  *
  * Bounded: at most `maxEntries`, the oldest written dropped first; expired entries go when
  * next looked up. No timers.
@@ -147,6 +150,7 @@ export class DenyCache {
       const result = decision.results[i];
       // A denial no time lifts: only a cost beyond capacity gives it, which is not kept.
       if (result.retryAfterMs === Infinity) return;
+      if (policies[i].count !== 'all') return;
       if (!result.allowed && policies[i].blockMs > 0) blocks = true;
       const ms = wholeMs ? horizon(result, policies[i], costs[i]) : 0;
       if (ms < shortest) shortest = ms;

@@ -110,6 +110,29 @@ export class LeaseHolder {
     return this.decideWithStore(mode, clientKeys, policies, costs, holdings, now);
   }
 
+  /**
+   * Units of an admitted request given back to what this pod holds of a window's budget,
+   * which then admits them again: only while the lease runs and is of `window`, the window
+   * charged (its count is what the units were charged to either way; undefined: the
+   * current one, which a running lease is of). False: the store must
+   * take them back. A token bucket's always go to the store, which caps them at its
+   * capacity: held by the pod beside a bucket refilled meanwhile, they could make a burst
+   * larger than the bucket allows.
+   */
+  refund(
+    clientKey: string,
+    policy: ResolvedPolicy,
+    units: number,
+    window: number | undefined,
+  ): boolean {
+    if (policy.lease === 0 || policy.algorithm === 'token-bucket') return false;
+    const now = this.clock.now();
+    const holding = this.table.get(clientKey, policy, now);
+    if (!holding.valid(now) || (window !== undefined && holding.window !== window)) return false;
+    holding.units += units;
+    return true;
+  }
+
   /** Drops what this pod holds of these policies for `clientKey`: their budget was reset. */
   forget(clientKey: string, policies: readonly ResolvedPolicy[]): void {
     this.table.forget(clientKey, policies);

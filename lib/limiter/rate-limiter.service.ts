@@ -5,6 +5,7 @@ import {
   Logger,
   type OnApplicationShutdown,
 } from '@nestjs/common';
+import { chargedAt, chargedWindow } from './charged-at.js';
 import { clientTag, policyKey } from '../stores/store-keys.js';
 import { DenyCache } from './deny-cache.js';
 import { type LeaseAsk, LeaseHolder } from './lease-holder.js';
@@ -165,6 +166,92 @@ export class RateLimiter implements OnApplicationShutdown {
       breakerOpen: reading.breakerOpen,
       nodesWithBreakerOpen: reading.nodesWithBreakerOpen,
     };
+  }
+
+  /**
+   * Gives `cost` units (default: each policy's numeric cost, else 1) back to every policy of
+   * `key`, atomically: after a request `consume` charged turned out not to count (see the
+   * policy option `count` for the guard's own). Never beyond what the algorithm could hold:
+   * a bucket up to its capacity, a window's count down to zero and only in the current
+   * window, the sliding log's newest entries removed, the leaky bucket's last slot freed if
+   * not yet started. A key without state is left alone; units a pod leased go back to its
+   * lease. Rejects as `reset` does when the store is unavailable.
+   */
+  async refund(
+    key: string,
+    policies: RateLimitPolicy | RateLimitPolicy[],
+    cost?: number,
+  ): Promise<void> {
+    if (!this.store.refund) {
+      throw new Error('RateLimiter.refund: the store in use cannot give units back (no refund)');
+    }
+    const call = this.prepare(policies);
+    const units = cost === undefined ? call.costs : call.policies.map(() => cost);
+    call.policies.forEach((policy, i) => isBeyondCapacity(policy, units[i]));
+    const clientKeys = call.policies.map(() => key);
+    const latest = call.policies.map(() => undefined);
+    await this.giveBack(clientKeys, call.policies, units, latest, latest);
+  }
+
+  /** Now on the decisions' clock as well as this process knows it (see Charge.instant). */
+  storeNow(): number {
+    return this.now?.() ?? this.resilientStore.storeTimeAt(performance.now()) ?? Date.now();
+  }
+
+  /**
+   * Gives the policies at positions `which` of an admitted request their charge back, in
+   * the window (or at the instant) it was charged: the guard's give-back for policies that
+   * count by outcome. Rejects as `refund` does.
+   */
+  refundCharge(charge: Charge, which: readonly number[]): Promise<void> {
+    const { clientKeys, policies, costs, decision, instant } = charge;
+    const pick = <T>(values: readonly T[]) => which.map((i) => values[i]);
+    const picked = pick(policies);
+    const results = pick(decision.results);
+    return this.giveBack(
+      pick(clientKeys),
+      picked,
+      pick(costs),
+      picked.map((policy, j) => chargedAt(policy, results[j], instant)),
+      picked.map((policy, j) =>
+        policy.lease > 0 ? chargedWindow(policy, results[j], instant) : undefined,
+      ),
+    );
+  }
+
+  /**
+   * Units back to policies: a leased window's to what this pod holds while its lease runs in
+   * the window charged (`windows`), every other in one store call.
+   */
+  private async giveBack(
+    clientKeys: readonly string[],
+    policies: readonly ResolvedPolicy[],
+    units: readonly number[],
+    at: readonly (number | undefined)[],
+    windows: readonly (number | undefined)[],
+  ): Promise<void> {
+    const request = {
+      keys: [] as string[],
+      policies: [] as ResolvedPolicy[],
+      units: [] as number[],
+      chargedAt: [] as (number | undefined)[],
+      now: this.now?.(),
+      ttlFloorMs: this.ttlFloorMs,
+    };
+    const changed: string[] = [];
+    for (let i = 0; i < policies.length; i++) {
+      const key = policyKey(this.options.prefix, clientTag(clientKeys[i]), policies[i].keySuffix);
+      changed.push(key);
+      if (this.leases?.refund(clientKeys[i], policies[i], units[i], windows[i])) continue;
+      request.keys.push(key);
+      request.policies.push(policies[i]);
+      request.units.push(units[i]);
+      request.chargedAt.push(at[i]);
+    }
+    // A denial known here describes the budget before the refund, which can only admit
+    // sooner after it; nor may one decided before it be remembered after.
+    this.denials?.forget(changed);
+    if (request.keys.length > 0) await this.resilientStore.refund(request);
   }
 
   /**
@@ -443,6 +530,20 @@ export class RateLimiter implements OnApplicationShutdown {
     }
     return this.resilientStore.close();
   }
+}
+
+/** An admitted request's charge, as the guard keeps it to give it back (refundCharge). */
+export interface Charge {
+  readonly clientKeys: readonly string[];
+  readonly policies: readonly ResolvedPolicy[];
+  readonly costs: readonly number[];
+  readonly decision: RateLimitDecision;
+  /**
+   * The decision's instant on the store's clock, as `storeNow()` read it once the decision
+   * arrived: exact on the app's clock (unless it moved meanwhile), else late by up to a
+   * round trip, which the windows' give-back makes up for (see chargedWindow).
+   */
+  readonly instant: number;
 }
 
 /** What the deny cache knows a request by: its keys. */

@@ -9,6 +9,7 @@ import type { ResolvedRateLimitOptions } from '../config/resolved-options.js';
 import type {
   DecideRequest,
   RateLimitStore,
+  RefundRequest,
   StoreDecision,
 } from '../interfaces/rate-limit-store.interface.js';
 import { OutageLog } from './outage-log.js';
@@ -127,12 +128,28 @@ export class ResilientStore {
 
   async reset(keys: readonly string[]): Promise<void> {
     await this.local?.reset(keys);
+    await this.callWithDeadline(this.store.reset, keys);
+  }
+
+  /**
+   * Gives a charge back (RateLimitStore.refund), with the deadline and breaker of a reset; a
+   * store without refund does nothing (the planner refuses routes that need it at start).
+   */
+  async refund(request: RefundRequest): Promise<void> {
+    if (this.store.refund) await this.callWithDeadline(this.store.refund, request);
+  }
+
+  /** One store call other than a decision: within the deadline, through the breaker. */
+  private async callWithDeadline<A>(
+    method: (this: RateLimitStore, argument: A) => Promise<void>,
+    argument: A,
+  ): Promise<void> {
     const askedAt = performance.now();
     const pass = this.whole.breaker?.pass() ?? 'closed';
     if (pass === 'refused') throw this.unavailable(this.refused(askedAt));
     const { timeout, maxWait } = this.options;
     await this.whole.silence.withDeadline(
-      callStore(this.store, this.store.reset, keys),
+      callStore(this.store, method, argument),
       { wantedFor: timeout, timeout, maxWait },
       askedAt,
       () => this.succeeded(askedAt),
@@ -151,6 +168,16 @@ export class ResilientStore {
       breakerOpen: this.whole.breaker?.isOpen ?? false,
       nodesWithBreakerOpen: this.nodes?.withBreakerOpen() ?? [],
     };
+  }
+
+  /**
+  /**
+   * The store's clock at monotonic instant `at`, never earlier than the truth and later by
+   * at most a recent sample's round trip; undefined while no sample has come back or the
+   * store cannot tell its time.
+   */
+  storeTimeAt(at: number): number | undefined {
+    return this.clock?.at(at);
   }
 
   close(): Promise<void> {

@@ -56,9 +56,16 @@ function parseTraffic(value: unknown): Traffic {
         ratePerSecond: numberIn(traffic.ratePerSecond, 'traffic.ratePerSecond', 0.1, 50),
         durationSeconds: numberIn(traffic.durationSeconds, 'traffic.durationSeconds', 1, 600),
       };
+    case 'login':
+      return {
+        pattern: 'login',
+        ratePerSecond: numberIn(traffic.ratePerSecond, 'traffic.ratePerSecond', 0.1, 50),
+        durationSeconds: numberIn(traffic.durationSeconds, 'traffic.durationSeconds', 1, 600),
+        successPercent: numberIn(traffic.successPercent, 'traffic.successPercent', 0, 100),
+      };
     default:
       throw new InvalidSimulationSettings(
-        "traffic.pattern must be 'steady', 'burst' or 'boundary-exploit'",
+        "traffic.pattern must be 'steady', 'burst', 'boundary-exploit' or 'login'",
       );
   }
 }

@@ -36,7 +36,13 @@ export type HeaderStyle = Exclude<ModuleHeaderStyle, 'none'>;
 export type Traffic =
   | { pattern: 'steady'; ratePerSecond: number; durationSeconds: number }
   | { pattern: 'burst' }
-  | { pattern: 'boundary-exploit' };
+  | { pattern: 'boundary-exploit' }
+  /**
+   * Login attempts at a steady rate, `successPercent` of them with the right password: the
+   * policy counts only failures (`count: 'failed'`), gives each success back after its
+   * response, and blocks for a window once it denies (`blockDuration`).
+   */
+  | { pattern: 'login'; ratePerSecond: number; durationSeconds: number; successPercent: number };
 
 export interface SimulationSettings {
   limit: number;
@@ -54,7 +60,11 @@ export interface TrafficPlan {
   startPhaseMs: number;
 }
 
-export type Outcome = 'admitted' | 'delayed' | 'denied';
+/**
+ * 'failed' and 'refunded': login attempts the policy admitted, a wrong password (401,
+ * counted) and a right one (200, given back after its response).
+ */
+export type Outcome = 'admitted' | 'delayed' | 'denied' | 'failed' | 'refunded';
 
 /** One request as the library judged it, and what its client would have seen. */
 export interface SimulatedRequest {
@@ -62,12 +72,14 @@ export interface SimulatedRequest {
   outcome: Outcome;
   /** When the handler runs: arrival plus the leaky bucket's delay; null when denied. */
   proceedsAtMs: number | null;
-  status: 200 | 429;
+  status: 200 | 401 | 429;
   remaining: number;
   resetMs: number;
   retryAfterMs: number;
   delayMs: number;
   headers: Record<string, string>;
+  /** Login attempts: whether it had the right password (a denied one is never tried). */
+  rightPassword?: boolean;
 }
 
 export interface AlgorithmRun {
@@ -78,6 +90,8 @@ export interface AlgorithmRun {
   /** Admitted after a wait (leaky bucket only). */
   delayed: number;
   denied: number;
+  /** Login attempts: admitted with the right password, and given back after the response. */
+  refunded: number;
   /** The BUSIEST_SPAN_MS span in which the most admitted requests proceeded. */
   busiestSpan: { fromMs: number; admitted: number };
 }
@@ -99,7 +113,8 @@ export interface SimulationRun {
 /** Arrival times of a traffic pattern; the exploit also chooses where in a window it starts. */
 export function planTraffic(traffic: Traffic, limit: number, windowMs: number): TrafficPlan {
   switch (traffic.pattern) {
-    case 'steady': {
+    case 'steady':
+    case 'login': {
       const count = Math.round(traffic.ratePerSecond * traffic.durationSeconds);
       const gapMs = 1_000 / traffic.ratePerSecond;
       return {
@@ -140,12 +155,17 @@ export async function runSimulation(
     ALGORITHMS.map(async (algorithm): Promise<AlgorithmRun> => {
       const policy: RateLimitPolicy = { name: POLICY_NAME, algorithm, limit, window: windowMs };
       if (algorithm === 'token-bucket' || algorithm === 'leaky-bucket') policy.burst = burst;
+      if (traffic.pattern === 'login') {
+        policy.count = 'failed';
+        policy.blockDuration = windowMs;
+      }
       const requests = await replay(
         limiter,
         policy,
         plan.arrivalsMs,
         startEpochMs,
         settings.headerStyle,
+        traffic.pattern === 'login' ? traffic.successPercent : undefined,
       );
       return summarize(algorithm, requests);
     }),
@@ -167,8 +187,17 @@ export async function runSimulation(
 }
 
 /**
+ * Whether login attempt `index` has the right password: `percent` of the attempts, spread
+ * evenly (the attempt where the running share first reaches each whole success).
+ */
+export const rightPassword = (index: number, percent: number): boolean =>
+  Math.floor(((index + 1) * percent) / 100) > Math.floor((index * percent) / 100);
+
+/**
  * One request at a time on a virtual clock. Simulations are not latency-critical, so their
- * decisions get a relaxed deadline: a loaded machine should not cut a replay short.
+ * decisions get a relaxed deadline: a loaded machine should not cut a replay short. With
+ * `successPercent` the requests are login attempts: one the policy admits with the right
+ * password is given back at once, as the guard does after its response.
  */
 async function replay(
   limiter: RateLimiter,
@@ -176,6 +205,7 @@ async function replay(
   arrivalsMs: readonly number[],
   startEpochMs: number,
   headerStyle: HeaderStyle,
+  successPercent?: number,
 ): Promise<SimulatedRequest[]> {
   let virtualNow = startEpochMs;
   const virtualLimiter = limiter.withClock(() => virtualNow, { timeout: SIMULATION_TIMEOUT_MS });
@@ -183,11 +213,20 @@ async function replay(
   try {
     const requests: SimulatedRequest[] = [];
     // One at a time: each decision must see the state the previous one left.
-    for (const atMs of arrivalsMs) {
+    for (const [index, atMs] of arrivalsMs.entries()) {
       virtualNow = startEpochMs + atMs;
-      requests.push(
-        toSimulatedRequest(atMs, await virtualLimiter.consume(key, policy), headerStyle),
-      );
+      const decision = await virtualLimiter.consume(key, policy);
+      const request = toSimulatedRequest(atMs, decision, headerStyle);
+      if (successPercent !== undefined) {
+        const right = rightPassword(index, successPercent);
+        request.rightPassword = right;
+        if (decision.allowed) {
+          if (right) await virtualLimiter.refund(key, policy);
+          request.outcome = right ? 'refunded' : 'failed';
+          request.status = right ? 200 : 401;
+        }
+      }
+      requests.push(request);
     }
     return requests;
   } finally {
@@ -229,6 +268,7 @@ function summarize(algorithm: Algorithm, requests: SimulatedRequest[]): Algorith
     admitted: proceedTimes.length,
     delayed: requests.filter((r) => r.outcome === 'delayed').length,
     denied: requests.filter((r) => r.outcome === 'denied').length,
+    refunded: requests.filter((r) => r.outcome === 'refunded').length,
     busiestSpan: busiestSpan(proceedTimes, BUSIEST_SPAN_MS),
   };
 }

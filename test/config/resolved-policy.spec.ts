@@ -109,6 +109,22 @@ const MISTAKES: [unknown, string][] = [
       `must be a positive number of ms or a duration like '250ms', '10s', '1m', '1h', '1d' (got 0)`,
     ),
   ],
+  [
+    { limit: 1, window: 1, count: 'failures' },
+    invalid('default', 'count', `must be 'all', 'failed' or 'succeeded' (got "failures")`),
+  ],
+  [
+    { limit: 1, window: 1, count: 'failed', isFailure: true },
+    invalid('default', 'isFailure', 'must be a function'),
+  ],
+  [
+    { limit: 1, window: 1, isFailure: () => true },
+    invalid(
+      'default',
+      'isFailure',
+      "applies only with count 'failed' or 'succeeded' (count is 'all')",
+    ),
+  ],
 ];
 
 describe('resolvePolicies messages', () => {
@@ -167,9 +183,18 @@ describe('resolvePolicies results', () => {
       shadow: true,
       blockMs: 0,
       lease: 0,
+      count: 'all',
       keySuffix: `:default:${code}:Shop.buy`,
       scriptArgs: ['5', '2000', String(capacity)],
     });
+  });
+
+  it("reads count, 'all' when unset, and keeps isFailure, also through sizing", () => {
+    const isFailure = () => true;
+    expect(one({ limit: 1, window: 1 })).toMatchObject({ count: 'all', isFailure: undefined });
+    const counted = one({ limit: 1, window: 1, count: 'succeeded', isFailure });
+    expect(counted).toMatchObject({ count: 'succeeded', isFailure });
+    expect(sizePolicy(counted, 2, undefined)).toMatchObject({ count: 'succeeded', isFailure });
   });
 
   it('reads blockDuration as a duration, and none as 0', () => {

@@ -1,24 +1,14 @@
 import { Controller } from '@nestjs/common';
-import {
-  ClientProxyFactory,
-  type ClientProxy,
-  MessagePattern,
-  type MicroserviceOptions,
-  Payload,
-  Transport,
-} from '@nestjs/microservices';
-import { Test } from '@nestjs/testing';
-import { firstValueFrom } from 'rxjs';
+import { MessagePattern, Payload } from '@nestjs/microservices';
 import {
   RateLimit,
   RateLimitExceededException,
-  RateLimitModule,
   type RateLimitModuleOptions,
 } from '../../lib/index.js';
-import { freePort } from '../support/free-port.js';
 import { KeyRecordingStore, withRedisDown } from '../support/limiters.js';
 import { useRedisServer } from '../support/redis-fixture.js';
 import { untilWindowHasRoom } from '../support/redis-server.js';
+import { startService } from '../support/tcp-service.js';
 
 @Controller()
 class PingController {
@@ -40,49 +30,15 @@ class PingController {
   }
 }
 
-interface RunningService {
-  /** Sends a message through a real TCP client; resolves to its reply or its error. */
-  send(pattern: string, data: string): Promise<{ reply?: unknown; error?: unknown }>;
-  close(): Promise<void>;
-}
-
-/** A standalone TCP microservice on a free port of 127.0.0.1, and a client connected to it. */
-async function startService(options: RateLimitModuleOptions): Promise<RunningService> {
-  const moduleRef = await Test.createTestingModule({
-    imports: [RateLimitModule.forRoot(options)],
-    controllers: [PingController],
-  }).compile();
-  const port = await freePort();
-  const app = moduleRef.createNestMicroservice<MicroserviceOptions>({
-    transport: Transport.TCP,
-    options: { host: '127.0.0.1', port },
-  });
-  app.useLogger(false);
-  await app.listen();
-  const client: ClientProxy = ClientProxyFactory.create({
-    transport: Transport.TCP,
-    options: { host: '127.0.0.1', port },
-  });
-  await client.connect();
-  return {
-    send: (pattern, data) =>
-      firstValueFrom(client.send(pattern, data)).then(
-        (reply: unknown) => ({ reply }),
-        (error: unknown) => ({ error }),
-      ),
-    close: async () => {
-      await client.close();
-      await app.close();
-    },
-  };
-}
+const startPingService = (options: RateLimitModuleOptions) =>
+  startService(options, [PingController]);
 
 const redis = useRedisServer();
 
 let services = 0;
 describe('microservice message handlers over TCP', () => {
   const boot = (options: RateLimitModuleOptions = {}) =>
-    startService({
+    startPingService({
       redis: redis.server.url,
       prefix: `rpc-${++services}-${Date.now()}`,
       ...options,

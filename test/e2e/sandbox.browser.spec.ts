@@ -281,6 +281,26 @@ describe.each<Setup>([
     await page.setViewportSize(DESKTOP);
   });
 
+  it('counts only the failed logins, gives the right passwords back, then blocks', async () => {
+    await showTab('Fixed Window');
+    // The form's defaults: limit 10 per 10 s window, 2 attempts/s for 30 s, 20% right
+    // (attempts 5, 10, 15, ...). Each window admits attempts until its 10th failure; the
+    // next attempt is denied and blocks for a window, the right password included.
+    await run('Login attempts');
+    expect(await stat('fixed-window', 'admitted')).toBe(32);
+    expect(await stat('fixed-window', 'failed')).toBe(26);
+    expect(await stat('fixed-window', 'refunded')).toBe(6);
+    expect(await stat('fixed-window', 'denied')).toBe(28);
+    // The 15th attempt: the right password, refused by the block the 13th started.
+    await page.click('[data-lane="fixed-window"] rect[data-index="14"]');
+    expect(await selectedHeaders()).toMatch(/^HTTP\/1\.1 429 Too Many Requests\n/);
+    expect(await page.textContent('#details')).toMatch(/Password\s*right/);
+    // The 5th: admitted with the right password, and given back.
+    await page.click('[data-lane="fixed-window"] rect[data-index="4"]');
+    expect(await page.textContent('#details')).toContain('given back after the response');
+    expect(await selectedHeaders()).toMatch(/^HTTP\/1\.1 200 OK\n/);
+  });
+
   it('runs one client over pods, exact and leased, both at the limit', async () => {
     await showTab('Pods');
     await page.getByRole('button', { name: 'Run', exact: true }).click();

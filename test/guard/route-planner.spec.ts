@@ -236,6 +236,7 @@ describe('RoutePlanner plans', () => {
       policyHeader: '',
       guardedExplicitly: false,
       failureMode: 'open',
+      countsOutcomes: false,
     });
   });
 

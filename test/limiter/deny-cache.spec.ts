@@ -3,12 +3,13 @@ import type { PolicyResult, RateLimitDecision } from '../../lib/index.js';
 import { resolvePolicies } from '../../lib/config/resolved-policy.js';
 
 const source = { label: 'test', defaultScope: 'global' as const };
-const [minute, second, log, blocking] = resolvePolicies(
+const [minute, second, log, blocking, failedOnly] = resolvePolicies(
   [
     { name: 'minute', algorithm: 'fixed-window', limit: 10, window: '1m' },
     { name: 'second', algorithm: 'token-bucket', limit: 2, window: '1s', burst: 4 },
     { name: 'log', algorithm: 'sliding-window-log', limit: 5, window: '1s' },
     { name: 'blocked', algorithm: 'fixed-window', limit: 10, window: '1m', blockDuration: '5m' },
+    { name: 'failed', algorithm: 'fixed-window', limit: 10, window: '1m', count: 'failed' },
   ],
   source,
 );
@@ -199,6 +200,16 @@ describe('DenyCache', () => {
     const decision = denied(result({ allowed: false, retryAfterMs: 5_000 }));
     cache.remember('c', ['c'], [minute], [1], 'consume', 0, sentBeforeReset, decision);
     expect(cache.lookup('c', [minute], [1], 'consume', 0)).toBeUndefined();
+  });
+
+  it('keeps nothing for a request with a policy that counts by outcome: any pod may give it back', () => {
+    const cache = appClock();
+    const decision = denied(
+      result({ allowed: false, remaining: 0, retryAfterMs: 20_000 }),
+      result({ policy: 'failed' }),
+    );
+    cache.remember('k', ['k', 'f'], [minute, failedOnly], [1, 1], 'consume', 0, 0, decision);
+    expect(cache.lookup('k', [minute, failedOnly], [1, 1], 'consume', 100)).toBeUndefined();
   });
 
   it('misses when the policies differ in what the store decides by', () => {

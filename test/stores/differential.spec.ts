@@ -4,6 +4,8 @@ import {
   type RateLimiter,
   type RateLimitPolicy,
 } from '../../lib/index.js';
+import type { Charge } from '../../lib/limiter/rate-limiter.service.js';
+import type { ResolvedPolicy } from '../../lib/interfaces/resolved-policy.interface.js';
 import { LimiterFixture, VirtualClock } from '../support/limiters.js';
 import { seededRandom } from '../support/seeded-random.js';
 import { useRedisServer } from '../support/redis-fixture.js';
@@ -18,7 +20,9 @@ import { useRedisServer } from '../support/redis-fixture.js';
  * a few seeds run on fractional times, which only virtual clocks produce. Traces aim at
  * the boundaries where off-by-one mistakes live: exact window edges, and the exact retry
  * time a denial announced, where the same request must pass (one millisecond earlier it
- * must not). They also reset budgets, peek, and ask for costs no policy can ever admit.
+ * must not). They also reset budgets, peek, ask for costs no policy can ever admit, and
+ * give charges back: the latest (RateLimiter.refund) and a given earlier one, at the instant
+ * it was decided (refundCharge, as the guard does for policies that count by outcome).
  */
 const WHOLE_MS_SEEDS = Array.from({ length: 10 }, (_, i) => i + 1);
 const FRACTIONAL_SEEDS = [11, 12];
@@ -69,6 +73,9 @@ interface TraceCounts {
   impossible: number;
   /** Denials on routes with a blockDuration policy. */
   blocks: number;
+  /** Refunds of the latest charge, and of an earlier one at its instant. */
+  refunds: number;
+  chargeRefunds: number;
 }
 
 type Answer = RateLimitDecision | { rejected: number; message: string };
@@ -93,7 +100,7 @@ describe('embedded store matches the Lua scripts', () => {
     await Promise.all([redis.close(), memory.close()]);
     console.info(
       [
-        'seed | times | decisions | admitted | denied | at a window edge | at an announced retry time | peeks | resets | impossible costs | denials with a block duration',
+        'seed | times | decisions | admitted | denied | at a window edge | at an announced retry time | peeks | resets | impossible costs | denials with a block duration | refunds | refunds of an earlier charge',
         ...report,
       ].join('\n'),
     );
@@ -110,6 +117,9 @@ describe('embedded store matches the Lua scripts', () => {
       const whole = times === 'whole ms';
       const next = seededRandom(seed);
       const blocks = seededRandom(seed + 1_000);
+      // Refunds draw apart too, between the other draws' steps.
+      const refunds = seededRandom(seed + 2_000);
+      const charges: { key: string; route: RateLimitPolicy[]; charge: Charge }[] = [];
       const routes = Array.from({ length: 4 }, (_, route) => randomPolicies(next, route, blocks));
       const clients = ['alice', 'bob', 'carol'].map((name) => `${name}-${seed}`);
       const counts: TraceCounts = {
@@ -122,6 +132,8 @@ describe('embedded store matches the Lua scripts', () => {
         resets: 0,
         impossible: 0,
         blocks: 0,
+        refunds: 0,
+        chargeRefunds: 0,
       };
       const toTime = (ms: number) => (whole ? Math.floor(ms) : ms);
       clock.set(1_700_000_000_000 + toTime(next() * 10_000));
@@ -153,6 +165,17 @@ describe('embedded store matches the Lua scripts', () => {
         if (whole) expect(Number.isInteger(now)).toBe(true);
         const answer = await onBoth((limiter) => limiter[mode](key, policies, cost));
         if (!('allowed' in answer)) return answer;
+        if (mode === 'consume' && answer.allowed) {
+          // Kept as the guard keeps a charge; resolved by each limiter for its own call.
+          const charge = {
+            clientKeys: policies.map(() => key),
+            costs: policies.map(() => cost),
+            decision: answer,
+            instant: now,
+          };
+          charges.push({ key, route: policies, charge: { ...charge, policies: [] } });
+          if (charges.length > 20) charges.shift();
+        }
         counts.decisions++;
         counts[answer.allowed ? 'admitted' : 'denied']++;
         if (!answer.allowed && policies.some((p) => p.blockDuration)) counts.blocks++;
@@ -164,7 +187,31 @@ describe('embedded store matches the Lua scripts', () => {
         return answer;
       };
 
+      /** Gives back the latest charge, or a kept earlier one, on both stores alike. */
+      const refund = async () => {
+        const resolved = (limiter: RateLimiter, route: RateLimitPolicy[]) =>
+          (limiter as unknown as { resolve(p: unknown): ResolvedPolicy[] }).resolve(route);
+        const pick = <T>(items: readonly T[]) => items[Math.floor(refunds() * items.length)];
+        const earlier = refunds() < 0.5 ? pick(charges) : undefined;
+        const route = earlier?.route ?? pick(routes);
+        const key = earlier?.key ?? pick(clients);
+        const cost = 1 + Math.floor(refunds() * 3);
+        const which = route.map((_, i) => i).filter(() => refunds() < 0.7);
+        await onBoth(async (limiter) => {
+          if (earlier) {
+            const charge = { ...earlier.charge, policies: resolved(limiter, route) };
+            await limiter.refundCharge(charge, which);
+          } else {
+            await limiter.refund(key, route, cost);
+          }
+          // What a refund changes shows in a peek of the route right after it.
+          return limiter.peek(key, route, 1);
+        });
+        counts[earlier ? 'chargeRefunds' : 'refunds']++;
+      };
+
       for (; step < STEPS; step++) {
+        if (refunds() < 0.15) await refund();
         const roll = next();
         if (roll < 0.12) {
           // Straight onto the next window edge of one of a route's policies.
@@ -225,7 +272,7 @@ describe('embedded store matches the Lua scripts', () => {
       report.push(
         `${seed} | ${times} | ${counts.decisions} | ${counts.admitted} | ${counts.denied} | ` +
           `${counts.windowEdges} | ${counts.retryTimes} | ${counts.peeks} | ${counts.resets} | ` +
-          `${counts.impossible} | ${counts.blocks}`,
+          `${counts.impossible} | ${counts.blocks} | ${counts.refunds} | ${counts.chargeRefunds}`,
       );
       // A trace that misses a kind of boundary or operation would compare nothing there.
       expect(counts.admitted).toBeGreaterThan(STEPS / 40);
@@ -237,6 +284,8 @@ describe('embedded store matches the Lua scripts', () => {
         'resets',
         'impossible',
         'blocks',
+        'refunds',
+        'chargeRefunds',
       ] as const;
       for (const kind of kinds) {
         expect({ [kind]: counts[kind] >= AT_LEAST }).toEqual({ [kind]: true });

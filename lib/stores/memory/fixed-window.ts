@@ -34,4 +34,11 @@ export const fixedWindow: MemoryAlgorithm<FixedWindowState, FixedWindowVerdict> 
     v.reset = v.windowEnd - now;
     return { state: { w: v.index, n: count }, ttlMs: v.reset };
   },
+  giveBack(state, now, p, chargedAt) {
+    const index = Math.floor(now / p.window);
+    if (chargedAt !== undefined && Math.floor(chargedAt / p.window) !== index) return undefined;
+    if (state.w !== index) return undefined;
+    const count = state.n - Math.min(p.cost, state.n);
+    return { state: { w: index, n: count }, ttlMs: (index + 1) * p.window - now };
+  },
 };

@@ -29,4 +29,12 @@ export const leakyBucket: MemoryAlgorithm<number, LeakyBucketVerdict> = {
     v.reset = backlog;
     return { state: nextFree, ttlMs: backlog };
   },
+  giveBack(nextFree, now, p, chargedAt) {
+    const slot = p.cost * (p.window / p.limit);
+    const ends = chargedAt !== undefined ? chargedAt + slot : nextFree;
+    const ahead = Math.min(slot, ends - now);
+    if (ahead <= 0) return undefined;
+    const next = Math.max(now, nextFree - ahead);
+    return { state: next, ttlMs: next - now };
+  },
 };

@@ -6,6 +6,17 @@ export interface MemoryAlgorithm<State, Verdict extends MemoryVerdict> {
   check(state: State | undefined, now: number, p: MemoryPolicy): Verdict;
   /** Charges p.cost: returns the new state and its lifetime in ms, updating remaining/reset. */
   commit(now: number, p: MemoryPolicy, verdict: Verdict): { state: State; ttlMs: number };
+  /**
+   * Mirrors lua/give-back.lua: p.cost units given back to a state, for the charge that took
+   * effect at `chargedAt` (RefundRequest.chargedAt); the new state and its lifetime in ms,
+   * or undefined when nothing changes.
+   */
+  giveBack(
+    state: State,
+    now: number,
+    p: MemoryPolicy,
+    chargedAt: number | undefined,
+  ): { state: State; ttlMs: number } | undefined;
 }
 
 export interface MemoryPolicy {

@@ -10,6 +10,7 @@ import type {
   DecideRequest,
   PolicyVerdict,
   RateLimitStore,
+  RefundRequest,
   StoreDecision,
 } from '../../interfaces/rate-limit-store.interface.js';
 import { STALE_DECISION } from '../../interfaces/rate-limit-store.interface.js';
@@ -83,6 +84,28 @@ export class MemoryStore implements RateLimitStore {
         delayMs: allowed ? verdict.delay : 0,
       })),
     };
+  }
+
+  /** Mirrors lua/refund.lua: each policy's state with its units given back, if it has one. */
+  async refund(request: RefundRequest): Promise<void> {
+    const realNow = Date.now();
+    const now = request.now ?? realNow;
+    const { keys, policies, units, chargedAt } = request;
+    for (let i = 0; i < policies.length; i++) {
+      const state = this.stateAt(keys[i], realNow);
+      if (state === undefined) continue;
+      const policy = policies[i];
+      const p: MemoryPolicy = {
+        limit: policy.limit,
+        window: policy.windowMs,
+        burst: policy.burst,
+        cost: units[i],
+      };
+      const given = ALGORITHMS[policy.algorithm].giveBack(state, now, p, chargedAt[i]);
+      if (given === undefined) continue;
+      const lifetime = Math.max(Math.ceil(given.ttlMs), request.ttlFloorMs, 1);
+      this.entries.set(keys[i], { state: given.state, expiresAt: realNow + lifetime });
+    }
   }
 
   async reset(keys: readonly string[]): Promise<void> {

@@ -63,4 +63,14 @@ export const slidingWindowCounter: MemoryAlgorithm<SlidingCounterState, SlidingC
     v.reset = (v.index + 2) * p.window - now;
     return { state: { w: v.index, n: current, p: v.previous }, ttlMs: v.reset };
   },
+  giveBack(state, now, p, chargedAt) {
+    const index = Math.floor(now / p.window);
+    if (chargedAt !== undefined && Math.floor(chargedAt / p.window) !== index) return undefined;
+    if (state.w !== index) return undefined;
+    const current = state.n - Math.min(p.cost, state.n);
+    return {
+      state: { w: index, n: current, p: state.p },
+      ttlMs: (index + 1) * p.window - now + p.window,
+    };
+  },
 };

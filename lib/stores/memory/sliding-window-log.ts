@@ -31,4 +31,20 @@ export const slidingWindowLog: MemoryAlgorithm<number[], SlidingLogVerdict> = {
     v.reset = Math.max(v.reset, p.window);
     return { state: entries, ttlMs: v.reset };
   },
+  giveBack(entries, now, p, chargedAt) {
+    const upto = chargedAt ?? now;
+    const since = now - p.window;
+    const kept = [...entries];
+    let removed = 0;
+    // Newest first, from the charge's time back, as lua/give-back.lua.
+    for (let i = kept.length - 1; i >= 0 && removed < p.cost; i--) {
+      if (kept[i] > upto) continue;
+      if (kept[i] <= since) break;
+      kept.splice(i, 1);
+      removed++;
+    }
+    if (removed === 0) return undefined;
+    const last = kept.at(-1);
+    return { state: kept, ttlMs: last === undefined ? 0 : last + p.window - now };
+  },
 };

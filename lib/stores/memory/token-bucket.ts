@@ -39,4 +39,11 @@ export const tokenBucket: MemoryAlgorithm<TokenBucketState, TokenBucketVerdict> 
     v.reset = (v.capacity - level) / p.limit;
     return { state: { level, ts: v.ts }, ttlMs: v.reset + (v.ts - now) };
   },
+  giveBack(state, now, p) {
+    const capacity = p.burst * p.window;
+    const ts = Math.max(now, state.ts);
+    let level = Math.min(capacity, state.level + (ts - state.ts) * p.limit);
+    level += Math.min(p.cost * p.window, capacity - level);
+    return { state: { level, ts }, ttlMs: (capacity - level) / p.limit + (ts - now) };
+  },
 };

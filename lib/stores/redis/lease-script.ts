@@ -1,7 +1,6 @@
 import type { ResolvedPolicy } from '../../interfaces/resolved-policy.interface.js';
 import type {
   DecideRequest,
-  GiveBackRequest,
   LeaseTerms,
   PolicyVerdict,
   StoreDecision,
@@ -105,24 +104,4 @@ export function parseLeaseReply(reply: (number | string)[]): StoreDecision {
   return allowed
     ? { allowed, verdicts, leased: { units, windows, endsInMs } }
     : { allowed, verdicts };
-}
-
-/** The give-back script (lua/lease-return.lua): it stands alone. */
-export const LEASE_RETURN_SCRIPT = LUA_SOURCES['lease-return'];
-
-/** EVAL's keys and arguments for a give-back (see lua/lease-return.lua). */
-export function giveBackArguments(request: GiveBackRequest): (string | number)[] {
-  const { policy } = request;
-  return [
-    1,
-    request.key,
-    request.now ?? '',
-    request.ttlFloorMs,
-    policy.algorithm,
-    policy.scriptArgs[0],
-    policy.scriptArgs[1],
-    policy.scriptArgs[2],
-    request.units,
-    request.window,
-  ];
 }

@@ -3,13 +3,18 @@ import type {
   DecideRequest,
   GiveBackRequest,
   LeaseTerms,
+  RefundRequest,
   StoreDecision,
 } from '../../interfaces/rate-limit-store.interface.js';
 import { isNoScript, type RedisClientPort } from './clients/redis-client-port.js';
 import {
   LEASE_RETURN_SCRIPT,
-  composeLeaseScript,
+  REFUND_SCRIPT,
   giveBackArguments,
+  refundArguments,
+} from './give-back-script.js';
+import {
+  composeLeaseScript,
   leaseArguments,
   leaseScriptId,
   leaseVariant,
@@ -30,13 +35,15 @@ const scriptOf = (lua: string): Script => ({
 });
 
 /**
- * RedisStore's leased decisions and give-backs: EVALSHA of their scripts, EVAL the first
+ * RedisStore's scripts beside its decisions: leased decisions, and the give-backs of leases
+ * and of refunds. EVALSHA of their scripts, EVAL the first
  * time on a connection and again on NOSCRIPT, as the store does for decisions.
  */
 export class LeaseScripts {
   /** By leaseScriptId: a few combinations of algorithms at most. */
   private readonly decisions = new Map<string, Script>();
   private readonly giveBackScript = scriptOf(LEASE_RETURN_SCRIPT);
+  private readonly refundScript = scriptOf(REFUND_SCRIPT);
 
   constructor(private readonly send: RedisClientPort['script']) {}
 
@@ -57,10 +64,16 @@ export class LeaseScripts {
     return this.run(this.giveBackScript, giveBackArguments(request)).then(Number);
   }
 
+  /** One request's keys, all under one hash tag. */
+  async refund(request: RefundRequest): Promise<void> {
+    await this.run(this.refundScript, refundArguments(request));
+  }
+
   /** A new connection may reach a server without the scripts. */
   forgetLoaded(): void {
     for (const script of this.decisions.values()) script.loaded = false;
     this.giveBackScript.loaded = false;
+    this.refundScript.loaded = false;
   }
 
   private run(script: Script, args: (string | number)[]): Promise<unknown> {

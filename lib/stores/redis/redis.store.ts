@@ -27,6 +27,7 @@ import type {
   LeaseTerms,
   PolicyVerdict,
   RateLimitStore,
+  RefundRequest,
   StoreDecision,
 } from '../../interfaces/rate-limit-store.interface.js';
 import { STALE_DECISION } from '../../interfaces/rate-limit-store.interface.js';
@@ -193,6 +194,25 @@ export class RedisStore implements RateLimitStore {
   giveBack(request: GiveBackRequest): Promise<number> {
     this.assertConnected();
     return this.leases.giveBack(request);
+  }
+
+  /** One script per hash tag: all of a request's keys on a standalone Redis. */
+  async refund(request: RefundRequest): Promise<void> {
+    this.assertConnected();
+    if (!this.isCluster || !spansSeveralHashTags(request.keys)) {
+      return this.leases.refund(request);
+    }
+    await Promise.all(
+      indicesByHashTag(request.keys).map((indices) =>
+        this.leases.refund({
+          ...request,
+          keys: indices.map((i) => request.keys[i]),
+          policies: indices.map((i) => request.policies[i]),
+          units: indices.map((i) => request.units[i]),
+          chargedAt: indices.map((i) => request.chargedAt[i]),
+        }),
+      ),
+    );
   }
 
   async close(): Promise<void> {

@@ -5,7 +5,12 @@ import { NAMES, remainingLabel } from './algorithms.js';
 import { byId, element, seconds } from './dom.js';
 import { state } from './state.js';
 
-const STATUS_TEXT = { 200: 'OK', 429: 'Too Many Requests' };
+const STATUS_TEXT = { 200: 'OK', 401: 'Unauthorized', 429: 'Too Many Requests' };
+/** Login attempts the policy admitted: what their outcome did to the charge. */
+const LOGIN_VERDICTS = {
+  failed: 'admitted: a wrong password, counted',
+  refunded: 'admitted: the right password, given back after the response',
+};
 const HINT =
   'Click a mark on a timeline, or focus a timeline and use the arrow keys, to see the ' +
   'decision and the response headers its client would have received.';
@@ -25,11 +30,16 @@ export function renderDetails() {
       ? 'denied'
       : request.outcome === 'delayed'
         ? `admitted after waiting ${seconds(request.delayMs)}`
-        : 'admitted';
+        : request.outcome === 'failed' || request.outcome === 'refunded'
+          ? LOGIN_VERDICTS[request.outcome]
+          : 'admitted';
   const facts = element('dl', { class: 'facts' });
   /** @param {string} label @param {string} value */
   const fact = (label, value) => facts.append(element('dt', {}, label), element('dd', {}, value));
   fact('Arrived at', seconds(request.atMs));
+  if (request.rightPassword !== undefined) {
+    fact('Password', request.rightPassword ? 'right' : 'wrong');
+  }
   const remaining = remainingLabel(run.algorithm);
   fact(remaining[0].toUpperCase() + remaining.slice(1), String(request.remaining));
   fact('Full again in', seconds(request.resetMs));

@@ -86,11 +86,15 @@ function laneHeader({ limit, windowMs }, run) {
     const times = Number((busiest / spanQuota).toFixed(2));
     busiestStat.append(element('span', { class: 'note' }, ` (${times}× the quota)`));
   }
+  const login = state.run?.traffic.pattern === 'login';
   const stats = element(
     'dl',
     { class: 'stats' },
     stat('admitted', 'Admitted', run.admitted),
-    stat('delayed', 'Delayed', run.delayed),
+    login
+      ? stat('failed', 'Failures counted', run.admitted - run.refunded)
+      : stat('delayed', 'Delayed', run.delayed),
+    ...(login ? [stat('refunded', 'Given back', run.refunded)] : []),
     stat('denied', 'Denied', run.denied),
     busiestStat,
   );

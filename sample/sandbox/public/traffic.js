@@ -56,6 +56,12 @@ function describeTraffic(run) {
     return `${count} requests, ${traffic.ratePerSecond}/s for ${traffic.durationSeconds} s`;
   }
   if (traffic.pattern === 'burst') return `${count} requests at the same instant`;
+  if (traffic.pattern === 'login') {
+    return (
+      `${count} login attempts, ${traffic.ratePerSecond}/s, ${traffic.successPercent}% with the ` +
+      `right password; only failures count, and a denial blocks for a window`
+    );
+  }
   return `${limit} requests in the second before a window boundary, ${limit} in the second after`;
 }
 
@@ -65,12 +71,13 @@ function describeTraffic(run) {
  * @returns {Traffic}
  */
 function trafficFor(pattern) {
-  if (pattern !== 'steady') return { pattern };
-  return {
-    pattern,
+  if (pattern !== 'steady' && pattern !== 'login') return { pattern };
+  const steady = {
     ratePerSecond: Number(byId('rate', HTMLInputElement).value),
     durationSeconds: Number(byId('duration', HTMLInputElement).value),
   };
+  if (pattern === 'steady') return { pattern, ...steady };
+  return { pattern, ...steady, successPercent: Number(byId('success', HTMLInputElement).value) };
 }
 
 /** @param {Traffic['pattern']} pattern */
@@ -121,6 +128,7 @@ export function setUpTrafficControls() {
   byId('run-exploit', HTMLButtonElement).addEventListener('click', () =>
     runTraffic('boundary-exploit'),
   );
+  byId('run-login', HTMLButtonElement).addEventListener('click', () => runTraffic('login'));
   // A changed setting shows its effect at once: the same traffic runs again under it.
   form.addEventListener('change', () => {
     if (state.lastPattern) runTraffic(state.lastPattern);

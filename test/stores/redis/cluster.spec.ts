@@ -8,6 +8,7 @@ import {
   type RateLimitPolicy,
 } from '../../../lib/index.js';
 import { resolveOptions } from '../../../lib/config/resolved-options.js';
+import { resolvePolicies } from '../../../lib/config/resolved-policy.js';
 import { RedisStore } from '../../../lib/stores/redis/redis.store.js';
 import { timeMs } from '../../../lib/stores/redis/clients/redis-client-port.js';
 import { type RedisClusterHandle, startRedisCluster } from '../../support/redis-cluster.js';
@@ -223,6 +224,29 @@ describeOnServers((server) =>
         const carol: number[] = [];
         for (let i = 0; i < 3; i++) carol.push((await getAs('/tenant', 'carol', 'acme')).status);
         expect(carol).toEqual([200, 200, 429]);
+      });
+
+      it('gives a charge back to keys in several slots, one script per slot', async () => {
+        const policies: RateLimitPolicy[] = [
+          { name: 'refund-a', algorithm: 'fixed-window', limit: 2, window: '1h' },
+          { name: 'refund-b', algorithm: 'sliding-window-log', limit: 2, window: '1h' },
+        ];
+        await untilWindowHasRoom(admin.nodes('master')[0], 3_600_000);
+        const keys = [
+          ...(await keysWrittenBy(() => limiter.consume('{ann}', policies[0], 2))),
+          ...(await keysWrittenBy(() => limiter.consume('{acme}', policies[1], 2))),
+        ];
+        expect(new Set(await Promise.all(keys.map(slotOf))).size).toBe(2);
+        await storeOnClient().refund({
+          keys,
+          policies: resolvePolicies(policies, { label: 'test', defaultScope: 'global' }),
+          units: [1, 2],
+          chargedAt: [undefined, undefined],
+          now: undefined,
+          ttlFloorMs: 0,
+        });
+        expect((await limiter.peek('{ann}', policies[0])).results[0].remaining).toBe(1);
+        expect((await limiter.peek('{acme}', policies[1])).results[0].remaining).toBe(2);
       });
 
       it('starts a block at the first denial of a route across slots, in the check phase', async () => {

@@ -15,7 +15,9 @@ import {
   Get,
   type INestApplication,
   Module,
+  Req,
   type Type,
+  UnauthorizedException,
 } from '@nestjs/common';
 import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { Cluster, Redis } from 'ioredis';
@@ -34,6 +36,7 @@ import {
   LOOP_DELAY_PATH,
   POD_CONFIG_ENV,
   type PodConfig,
+  OUTCOME_HEADER,
   type PodRoutePolicy,
   REQUEST_LOG_PATH,
 } from './pod-config.js';
@@ -67,11 +70,18 @@ function limitedController(routes: PodConfig['routes']): {
   class LimitedController {}
   const policies: RoutePolicies = new Map();
   for (const [route, policy] of Object.entries(routes)) {
-    const handler = (): { route: string } => ({ route });
+    // A route that counts by outcome succeeds or fails as the request's header says.
+    const handler = (request?: IncomingMessage): { route: string } => {
+      if (policy.count && request?.headers[OUTCOME_HEADER] !== 'success') {
+        throw new UnauthorizedException();
+      }
+      return { route };
+    };
     Object.defineProperty(handler, 'name', { value: route });
     Object.defineProperty(LimitedController.prototype, route, { value: handler });
     const descriptor = Object.getOwnPropertyDescriptor(LimitedController.prototype, route)!;
     Get(route)(LimitedController.prototype, route, descriptor);
+    if (policy.count) Req()(LimitedController.prototype, route, 0);
     RateLimit({
       name: 'pod',
       algorithm: policy.algorithm,
@@ -79,6 +89,7 @@ function limitedController(routes: PodConfig['routes']): {
       window: policy.windowMs,
       burst: policy.burst,
       lease: policy.lease,
+      count: policy.count,
     })(LimitedController.prototype, route, descriptor);
     policies.set(handler, { ...policy, route });
   }

@@ -1,4 +1,4 @@
-import type { Algorithm } from '../../../lib/index.js';
+import type { Algorithm, OutcomeCount } from '../../../lib/index.js';
 
 /**
  * Which limiter guards a pod's routes:
@@ -16,6 +16,11 @@ export interface PodRoutePolicy {
   readonly burst?: number;
   /** The policy's `lease` (docs/leases.md). */
   readonly lease?: number;
+  /**
+   * The policy's `count`. Such a route answers 200 to a request whose OUTCOME_HEADER says
+   * 'success' and 401 to any other, as a login form does.
+   */
+  readonly count?: OutcomeCount;
 }
 
 /** Everything a pod needs, passed as JSON in the POD_CONFIG environment variable. */
@@ -58,6 +63,8 @@ export const POD_CONFIG_ENV = 'POD_CONFIG';
 export const CLOCK_SKEW_ENV = 'POD_CLOCK_SKEW_MS';
 /** Every pod keys clients by this header, so one client is the same client on every pod. */
 export const CLIENT_KEY_HEADER = 'x-client';
+/** On routes with `count`: 'success' makes the handler succeed; anything else, fail (401). */
+export const OUTCOME_HEADER = 'x-outcome';
 /** Epoch ms (pod clock) just before and just after the pod asked its store for a decision. */
 export const DECISION_STARTED_HEADER = 'x-decision-started-at';
 export const DECISION_ENDED_HEADER = 'x-decision-ended-at';

@@ -41,9 +41,13 @@ export interface LoadSpec {
   readonly concurrency: number;
   /** The pods (by index) that take the load, in turn; omitted: every pod. */
   readonly pods?: readonly number[];
+  /** Headers of request i (of this load), beside the client key; omitted: none. */
+  readonly headers?: (index: number) => Readonly<Record<string, string>>;
 }
 
 export interface ResponseRecord {
+  /** The request's index in its load. */
+  readonly index: number;
   /** Index of the pod that answered. */
   readonly pod: number;
   /** HTTP status; 0 when the request failed without a response. */
@@ -201,7 +205,7 @@ async function fire(pods: readonly Pod[], load: LoadSpec, stamped: boolean): Pro
   const worker = async (): Promise<void> => {
     while (next < load.requests) {
       const index = next++;
-      responses.push(await send(pods, targets[index % targets.length], load));
+      responses.push(await send(pods, targets[index % targets.length], load, index));
     }
   };
   await Promise.all(Array.from({ length: load.concurrency }, worker));
@@ -214,7 +218,12 @@ async function fire(pods: readonly Pod[], load: LoadSpec, stamped: boolean): Pro
   return { responses, statuses, admitted: (statuses[200] ?? 0) - failedOpen, failedOpen };
 }
 
-function send(pods: readonly Pod[], podIndex: number, load: LoadSpec): Promise<ResponseRecord> {
+function send(
+  pods: readonly Pod[],
+  podIndex: number,
+  load: LoadSpec,
+  index: number,
+): Promise<ResponseRecord> {
   const { port, agent } = pods[podIndex];
   const sentAt = performance.now();
   return new Promise((resolve) => {
@@ -224,7 +233,7 @@ function send(pods: readonly Pod[], podIndex: number, load: LoadSpec): Promise<R
         port,
         path: routePath(load.route),
         agent,
-        headers: { [CLIENT_KEY_HEADER]: load.clientKey },
+        headers: { ...load.headers?.(index), [CLIENT_KEY_HEADER]: load.clientKey },
       },
       (incoming) => {
         incoming.resume();
@@ -232,6 +241,7 @@ function send(pods: readonly Pod[], podIndex: number, load: LoadSpec): Promise<R
           const started = incoming.headers[DECISION_STARTED_HEADER];
           const ended = incoming.headers[DECISION_ENDED_HEADER];
           resolve({
+            index,
             pod: podIndex,
             status: incoming.statusCode ?? 0,
             latencyMs: performance.now() - sentAt,
@@ -242,7 +252,7 @@ function send(pods: readonly Pod[], podIndex: number, load: LoadSpec): Promise<R
       },
     );
     outgoing.once('error', () =>
-      resolve({ pod: podIndex, status: 0, latencyMs: performance.now() - sentAt }),
+      resolve({ index, pod: podIndex, status: 0, latencyMs: performance.now() - sentAt }),
     );
     outgoing.end();
   });
