@@ -5,6 +5,8 @@ import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js'
 import { ThrottledLog } from '../observability/throttled-log.js';
 import { awaitOutcome } from './outcome-waiters.js';
 import { responseOf } from './transports.js';
+import { RateLimitUnavailableException } from '../rate-limit.exceptions.js';
+import { describeFailure } from '../resilience/outage-log.js';
 
 /** Node's response under Express' (itself) and Fastify's (`reply.raw`). */
 interface RawResponse {
@@ -70,7 +72,9 @@ export class OutcomeWatcher {
     }
     if (which.length === 0) return;
     this.limiter.refundCharge(charge, which).catch((error: unknown) => {
-      const reason = error instanceof Error ? error.message : String(error);
+      // The store's own error: the exception's message is the one a client would be told.
+      const cause = error instanceof RateLimitUnavailableException ? error.cause : error;
+      const reason = describeFailure(cause);
       this.failures.warn(
         `could not give back the charge of ${charge.clientKeys[which[0]]} (${which.map((i) => policies[i].name).join(', ')}): ${reason}`,
       );
