@@ -110,12 +110,19 @@ const NO_GUARD = { canActivate: () => true };
     {
       // Through the RateLimitGuard token, so overrideProvider(RateLimitGuard) replaces it here too.
       provide: APP_GUARD,
-      useFactory: (options: ResolvedRateLimitOptions, guard: RateLimitGuard) => {
+      useFactory: (
+        options: ResolvedRateLimitOptions,
+        guard: RateLimitGuard,
+        planner: RoutePlanner,
+      ) => {
+        // Replaced by a test (overrideProvider(RateLimitGuard).useValue(...)): the guards
+        // that @UseGuards(RateLimitGuard) applies answer as the replacement does.
+        if (!(guard instanceof RateLimitGuard)) planner.standIn = guard;
         if (!options.guard) return NO_GUARD;
         if (guard instanceof RateLimitGuard) guard[GLOBAL_GUARD] = true;
         return guard;
       },
-      inject: [RATE_LIMIT_OPTIONS, RateLimitGuard],
+      inject: [RATE_LIMIT_OPTIONS, RateLimitGuard, RoutePlanner],
     },
     { provide: APP_FILTER, useClass: RateLimitExceptionFilter },
   ],
@@ -160,10 +167,28 @@ export class RateLimitModule
     try {
       this.planner.planAll();
       this.limiter.nameFailureModes(this.planner.failureModeRoutes());
+      this.warnOfUnguardedRoutes();
     } catch (error) {
       await this.onApplicationShutdown();
       throw error;
     }
+  }
+
+  /**
+   * `guard: false` leaves every route to the guards the app applies: one with policies but
+   * no `@UseGuards(RateLimitGuard)` is not limited, unless a guard of the app's own (a
+   * subclass registered as APP_GUARD, say) limits it. Said once, at start.
+   */
+  private warnOfUnguardedRoutes(): void {
+    const routes = this.planner.unguardedRoutes();
+    if (routes.length === 0) return;
+    const named = routes.slice(0, 5).join(', ');
+    const more = routes.length > 5 ? ` and ${routes.length - 5} more` : '';
+    logger.warn(
+      `guard: false, and ${routes.length} route${routes.length === 1 ? ' has' : 's have'} ` +
+        `policies but no @UseGuards(RateLimitGuard): ${named}${more}. They are not limited ` +
+        'unless a guard of your own applies RateLimitGuard to them.',
+    );
   }
 
   async onApplicationShutdown(): Promise<void> {

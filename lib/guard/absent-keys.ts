@@ -3,10 +3,10 @@ import { clientIp } from './client-ip.js';
 import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js';
 import { ThrottledLog } from '../observability/throttled-log.js';
 
-/** Whether a keyBy left some policy without a key: `undefined`, `null` or `''`. */
-export function hasAbsentKey(keys: readonly unknown[]): boolean {
-  for (const key of keys) if (key === undefined || key === null || key === '') return true;
-  return false;
+/** Whether every policy has a key: none is `undefined`, `null` or `''`. */
+export function allKeysPresent(keys: readonly (string | null | undefined)[]): keys is string[] {
+  for (const key of keys) if (key === undefined || key === null || key === '') return false;
+  return true;
 }
 
 /**
@@ -54,8 +54,8 @@ export class AbsentKeys {
       `keyBy gave ${JSON.stringify(key) ?? 'undefined'} for policy "${policy}" on ${route}: ` +
         'limited by the client address instead. A keyBy that reads req.user runs before an ' +
         'auth guard applied with @UseGuards, since the global RateLimitGuard runs first: ' +
-        'register the auth guard as a global guard before RateLimitModule, or set guard: false ' +
-        'and apply @UseGuards(AuthGuard, RateLimitGuard) (docs/policies.md, "Keying by user").',
+        'register the auth guard as a global guard before RateLimitModule, or apply ' +
+        '@UseGuards(AuthGuard, RateLimitGuard) to the route (docs/policies.md, "Keying by user").',
     );
   }
 }

@@ -120,18 +120,20 @@ export class OpenApiResponses {
     const enforced = plan.policies.some((policy) => !policy.shadow);
     const guarded = guard || plan.guardedExplicitly;
     if (!enforced || !guarded || dryRun || !contextTypes.includes('http') || !openApi) return {};
+    // The examples name a policy the route enforces, as its 429s would.
+    const policy = JSON.stringify(plan.policies.find(({ shadow }) => !shadow)!.name);
     const responses: Responses = {
       [HttpStatus.TOO_MANY_REQUESTS]: {
         description:
           'Rate limit exceeded: a policy of this route denied the request. Retry after ' +
           'Retry-After seconds.',
-        headers: this.limitedHeaders(plan),
+        headers: this.limitedHeaders(plan, policy),
         ...this.body(
           this.options.limitedResponse,
           openApi.limitedSchema,
           HttpStatus.TOO_MANY_REQUESTS,
           'Too Many Requests',
-          'Rate limit exceeded ("default"); retry in 30 s.',
+          `Rate limit exceeded (${policy}); retry in 30 s.`,
         ),
       },
     };
@@ -154,7 +156,7 @@ export class OpenApiResponses {
   }
 
   /** The headers a 429 carries under the `headers` option, with the route's policy as example. */
-  private limitedHeaders(plan: RoutePlan): Responses {
+  private limitedHeaders(plan: RoutePlan, policy: string): Responses {
     const style = this.options.headers;
     const headers: Responses = {};
     if (style === 'ietf' || style === 'both') {
@@ -162,11 +164,11 @@ export class OpenApiResponses {
         description:
           'Per policy, what is left: "name";r=remaining;t=seconds until it resets ' +
           '(draft-ietf-httpapi-ratelimit-headers).',
-        schema: { type: 'string', example: '"default";r=0;t=30' },
+        schema: { type: 'string', example: `${policy};r=0;t=30` },
       };
       headers['RateLimit-Policy'] = {
         description: 'The policies of this route: "name";q=quota;w=window in seconds.',
-        schema: { type: 'string', example: plan.policyHeader || '"default";q=100;w=60' },
+        schema: { type: 'string', example: plan.policyHeader || `${policy};q=100;w=60` },
       };
     }
     if (style === 'legacy' || style === 'both') {

@@ -8,6 +8,7 @@ import {
   SetMetadata,
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
+import { isObservable, lastValueFrom } from 'rxjs';
 import { DecisionReporter } from './decision-reporter.js';
 import { DenialResponses } from './denial-responses.js';
 import {
@@ -19,7 +20,7 @@ import {
   type RateLimitExceededException,
   RateLimitUnavailableException,
 } from '../rate-limit.exceptions.js';
-import { AbsentKeys, hasAbsentKey } from './absent-keys.js';
+import { AbsentKeys, allKeysPresent } from './absent-keys.js';
 import { clientIpKeyBy } from './proxy-trust-check.js';
 import { denialMessage, retryAfterOf } from './denial-message.js';
 import { OutcomeWatcher } from './outcome-watcher.js';
@@ -41,6 +42,9 @@ import type { ResolvedPolicy } from '../interfaces/resolved-policy.interface.js'
  * a denial in the transport's idiom, and the failure mode when the store is down or late.
  * Extension points are protected methods; override the provider or subclass it to change them.
  */
+/** A key per policy, as `clientKeys` gives them: absent ones are the client address. */
+type ClientKeys = (string | null | undefined)[];
+
 @Injectable()
 @SetMetadata(RATE_LIMIT_GUARD_METADATA, true)
 export class RateLimitGuard implements CanActivate {
@@ -92,6 +96,7 @@ export class RateLimitGuard implements CanActivate {
 
   // Not async: on HTTP the decision's own promise is all Nest awaits.
   canActivate(context: ExecutionContext): Promise<boolean> {
+    if (this.planner.standIn) return answerOf(this.planner.standIn, context);
     const type = context.getType<string>();
     if (!this.contextTypes.has(type)) return Promise.resolve(true);
     if (type === 'http') return this.limit(context);
@@ -109,11 +114,10 @@ export class RateLimitGuard implements CanActivate {
     if (this.options.skip && (await this.options.skip(context))) return true;
 
     const keys = this.clientKeys(context, plan);
-    let clientKeys = Array.isArray(keys) ? keys : await keys;
-    if (hasAbsentKey(clientKeys)) {
-      const route = `${controller.name}.${handler.name}`;
-      clientKeys = this.absentKeys.filled(context, route, plan.policies, clientKeys);
-    }
+    const given = Array.isArray(keys) ? keys : await keys;
+    const clientKeys = allKeysPresent(given)
+      ? given
+      : this.absentKeys.filled(context, `${controller.name}.${handler.name}`, plan.policies, given);
     let policies = plan.policies;
     if (plan.limits) {
       const sized = plan.limits.resolve(context);
@@ -195,8 +199,14 @@ export class RateLimitGuard implements CanActivate {
     return rendered;
   }
 
-  /** Who is limited, per policy; override to key by user, API key or tenant. */
-  protected clientKeys(context: ExecutionContext, plan: RoutePlan): string[] | Promise<string[]> {
+  /**
+   * Who is limited, per policy; override to key by user, API key or tenant. A key left
+   * absent (`undefined`, `null`, `''`) is the client address, with a warning.
+   */
+  protected clientKeys(
+    context: ExecutionContext,
+    plan: RoutePlan,
+  ): ClientKeys | Promise<ClientKeys> {
     const moduleKey = this.keyBy(context);
     // The usual case, a synchronous keyBy shared by all policies, takes no promise at all.
     if (plan.sharesModuleKey && typeof moduleKey === 'string') {
@@ -306,4 +316,10 @@ export class RateLimitGuard implements CanActivate {
       httpAdapter.setHeader(response, name, value),
     );
   }
+}
+
+/** What a guard answers, as one promise (Nest takes a boolean, a promise or an Observable). */
+function answerOf(guard: CanActivate, context: ExecutionContext): Promise<boolean> {
+  const answer = guard.canActivate(context);
+  return isObservable(answer) ? lastValueFrom(answer) : Promise.resolve(answer);
 }

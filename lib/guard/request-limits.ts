@@ -134,8 +134,8 @@ export class RequestLimits {
   }
 
   /**
-   * The 500 that answers the request; the log adds what the function threw, which the
-   * client is not told.
+   * The 500 that answers the request: its message names route and policy for the app's
+   * code and log, which adds what the function threw; the client is told neither.
    */
   private fail(
     template: ResolvedPolicy,
@@ -148,7 +148,10 @@ export class RequestLimits {
         ? `${message}; nothing was charged`
         : `${message} (${cause instanceof Error ? cause.message : String(cause)}); nothing was charged`,
     );
-    return new InternalServerErrorException(message, { cause });
+    // The client gets the default 500 body: route and policy names are the app's internals.
+    const error = new InternalServerErrorException(undefined, { cause });
+    error.message = message;
+    return error;
   }
 }
 

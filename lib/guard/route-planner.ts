@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { type CanActivate, Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { GUARDS_METADATA } from '@nestjs/common/constants.js';
 import { createHash } from 'node:crypto';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
@@ -85,6 +85,15 @@ export class RoutePlanner {
   private readonly logger = new Logger('RateLimit');
   /** The routes whose failure mode is not the module's, by mode, as their labels. */
   private readonly otherFailureModes = new Map<FailureMode, string[]>();
+  /** See unguardedRoutes. */
+  private readonly unguarded: string[] = [];
+  /**
+   * What replaced the module's RateLimitGuard provider, if anything did (a test's
+   * `overrideProvider(RateLimitGuard).useValue(...)`): every RateLimitGuard, those that
+   * `@UseGuards` applies included, answers as it does, since the plans it would follow are
+   * not the ones in force.
+   */
+  standIn: CanActivate | undefined;
 
   constructor(
     @Inject(RATE_LIMIT_OPTIONS) private readonly options: ResolvedRateLimitOptions,
@@ -108,6 +117,14 @@ export class RoutePlanner {
   /** The routes planned so far whose failure mode is not the module's, by mode. */
   failureModeRoutes(): ReadonlyMap<FailureMode, readonly string[]> {
     return this.otherFailureModes;
+  }
+
+  /**
+   * With `guard: false`, the routes planned so far that have policies but no
+   * `@UseGuards(RateLimitGuard)`: limited only by a guard the app applies itself.
+   */
+  unguardedRoutes(): readonly string[] {
+    return this.unguarded;
   }
 
   /**
@@ -205,10 +222,12 @@ export class RoutePlanner {
             )
           : undefined,
         guardedExplicitly: [handler, owner].some((target) => this.hasOwnRateLimitGuard(target)),
-        failureMode: strictestFailureMode(policies, this.options.failureMode),
+        failureMode: this.failureModeOf(policies),
         countsOutcomes: this.countsOutcomes(label, policies),
       };
-      if (plan.failureMode !== this.options.failureMode && policies.length > 0) {
+      if (policies.length > 0 && !this.options.guard && !plan.guardedExplicitly) {
+        this.unguarded.push(label);
+      } else if (plan.failureMode !== this.options.failureMode && policies.length > 0) {
         const routes = this.otherFailureModes.get(plan.failureMode) ?? [];
         this.otherFailureModes.set(plan.failureMode, [...routes, label]);
       }
@@ -216,6 +235,17 @@ export class RoutePlanner {
     const byHandler = this.plans.get(owner) ?? new Map<RouteTarget, RoutePlan>();
     this.plans.set(owner, byHandler.set(handler, plan));
     return plan;
+  }
+
+  /**
+   * What a store failure means on a route: the strictest mode of the policies it enforces.
+   * Shadow policies and a dry run never hold a request back, so they fail open.
+   */
+  private failureModeOf(policies: readonly ResolvedPolicy[]): FailureMode {
+    const enforced = policies.filter((policy) => !policy.shadow);
+    if (enforced.length === 0) return 'open';
+    const mode = strictestFailureMode(enforced, this.options.failureMode);
+    return this.options.dryRun && mode === 'closed' ? 'open' : mode;
   }
 
   /**

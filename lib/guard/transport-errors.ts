@@ -36,6 +36,7 @@ export async function transportError(
 ): Promise<Error> {
   const status = exception.getStatus();
   const code = CODES[status] ?? `HTTP_${status}`;
+  const message = publicMessage(exception);
   const details =
     exception.retryAfter === undefined ? { status } : { retryAfter: exception.retryAfter };
   switch (context.getType<string>()) {
@@ -44,7 +45,7 @@ export async function transportError(
         message: string,
         options: { extensions: object },
       ) => Error;
-      return new GraphQLError(exception.message, { extensions: { code, ...details } });
+      return new GraphQLError(message, { extensions: { code, ...details } });
     }
     case 'ws':
     case 'rpc': {
@@ -58,11 +59,21 @@ export async function transportError(
       return new TransportException({
         status: 'error',
         code,
-        message: exception.message,
+        message,
         ...details,
       });
     }
     default:
       return exception;
   }
+}
+
+/**
+ * What the HTTP body would tell the client: its message, where the exception's own may
+ * name the app's internals (a 500's route and policy), else the exception's.
+ */
+function publicMessage(exception: HttpException): string {
+  const body = exception.getResponse();
+  const message = typeof body === 'object' ? (body as { message?: unknown }).message : body;
+  return typeof message === 'string' ? message : exception.message;
 }

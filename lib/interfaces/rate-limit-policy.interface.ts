@@ -31,8 +31,14 @@ export type OutcomeCount = 'all' | 'failed' | 'succeeded';
  */
 export type FailureTest = (context: ExecutionContext, statusOrError: unknown) => boolean;
 
-/** Says who is being limited: requests that map to the same string share a budget. */
-export type KeyResolver = (context: ExecutionContext) => string | Promise<string>;
+/**
+ * Says who is being limited: requests that map to the same string share a budget. No key
+ * (`undefined`, `null` or `''`, such as `req.user?.id` before any user is known) limits the
+ * request by its client address instead, with a warning.
+ */
+export type KeyResolver = (
+  context: ExecutionContext,
+) => string | null | undefined | Promise<string | null | undefined>;
 
 /**
  * A policy's `limit` or `burst` worked out per request, e.g. from the user's plan. It must

@@ -167,6 +167,7 @@ export class ResilientStore {
       failing: this.health.failing(),
       breakerOpen: this.whole.breaker?.isOpen ?? false,
       nodesWithBreakerOpen: this.nodes?.withBreakerOpen() ?? [],
+      failureModes: this.failureModes,
     };
   }
 

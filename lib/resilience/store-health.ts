@@ -51,11 +51,13 @@ export interface StoreHealthReading {
   readonly failing: { since: number; cause: string } | undefined;
   readonly breakerOpen: boolean;
   readonly nodesWithBreakerOpen: readonly string[];
+  /** The failure modes in force, the module's and the routes' (describeFailureModes). */
+  readonly failureModes: string;
 }
 
 /** Why the store is not deciding, and what requests get meanwhile; undefined while it is. */
 export function notDecidingReason(
-  { notReady, failing, breakerOpen, nodesWithBreakerOpen }: StoreHealthReading,
+  { notReady, failing, breakerOpen, nodesWithBreakerOpen, failureModes }: StoreHealthReading,
   failureMode: FailureMode,
 ): string | undefined {
   const reasons: string[] = [];
@@ -71,7 +73,7 @@ export function notDecidingReason(
   if (reasons.length === 0) return undefined;
   return (
     `Rate limit store not deciding: ${reasons.join('; ')}. ` +
-    `failureMode '${failureMode}' applies: ${MEANWHILE[failureMode]}`
+    `${failureModes} applies: ${MEANWHILE[failureMode]}`
   );
 }
 

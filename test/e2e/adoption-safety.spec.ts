@@ -133,14 +133,17 @@ describe.each<AdapterKind>(['express', 'fastify'])('Adoption safety on %s', (ada
     );
   });
 
-  it('@UseGuards(AuthGuard, RateLimitGuard) with guard: false: four users, four budgets', async () => {
-    await withApp(boot([module({ guard: false })], [OrderedGuardsController]), async (running) => {
-      expect(await budgets(running)).toEqual(
-        Object.fromEntries(USERS.map((user) => [user, ownBudget])),
-      );
-      expect(await clients()).toEqual([...USERS].sort());
-    });
-  });
+  it.each([true, false])(
+    '@UseGuards(AuthGuard, RateLimitGuard), the global guard %p: four users, four budgets',
+    async (guard) => {
+      await withApp(boot([module({ guard })], [OrderedGuardsController]), async (running) => {
+        expect(await budgets(running)).toEqual(
+          Object.fromEntries(USERS.map((user) => [user, ownBudget])),
+        );
+        expect(await clients()).toEqual([...USERS].sort());
+      });
+    },
+  );
 
   it('a keyBy that finds no user keys by the client address, and says why once', async () => {
     const logger = new RecordingLogger();
@@ -248,5 +251,71 @@ describe.each<AdapterKind>(['express', 'fastify'])('During an outage on %s', (ad
       },
     );
     await server.restart();
+  });
+});
+
+@Controller()
+class TrialController {
+  /** Only a shadow policy, closed: it never holds a request back. */
+  @Get('trial')
+  @RateLimit({ limit: LIMIT, window: '1h', shadow: true, failureMode: 'closed' })
+  trial() {
+    return 'ok';
+  }
+}
+
+describe('What a store failure holds back, and what guard: false leaves unlimited', () => {
+  let server: RedisServer;
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+  });
+  afterAll(() => server.stop());
+
+  it('a closed route fails open under dryRun, as does one whose only policy is a shadow', async () => {
+    const logger = new RecordingLogger();
+    const boot = (options: RateLimitModuleOptions) =>
+      startApp(
+        'express',
+        [RateLimitModule.forRoot({ redis: server.url, timeout: 100, ...options })],
+        [AccountController, TrialController],
+        { logger },
+      );
+    await server.kill();
+    try {
+      await withApp(boot({ dryRun: true, failureMode: 'closed' }), async (running) => {
+        for (const path of ['/login', '/read', '/trial']) {
+          expect((await running.get(path)).status).toBe(200);
+        }
+      });
+      await withApp(boot({}), async (running) => {
+        expect((await running.get('/trial')).status).toBe(200);
+        expect((await running.get('/login')).status).toBe(503);
+      });
+    } finally {
+      await server.restart();
+    }
+    // The trial route is not named as closed: only the login route is.
+    expect(logger.warnings.filter((line) => line.includes("'closed' on"))).toEqual([
+      expect.stringContaining("('closed' on AccountController.login) applies"),
+    ]);
+  });
+
+  it('guard: false names the routes with policies that no @UseGuards(RateLimitGuard) limits', async () => {
+    const logger = new RecordingLogger();
+    await withApp(
+      startApp(
+        'express',
+        [RateLimitModule.forRoot({ redis: server.url, guard: false })],
+        [AccountController, OrderedGuardsController],
+        { logger },
+      ),
+      async (running) => {
+        expect((await running.get('/login')).status).toBe(200);
+      },
+    );
+    expect(logger.warnings.filter((line) => line.startsWith('guard: false'))).toEqual([
+      'guard: false, and 2 routes have policies but no @UseGuards(RateLimitGuard): AccountController.login, AccountController.read. They are not limited unless a guard of your own applies RateLimitGuard to them.',
+    ]);
   });
 });

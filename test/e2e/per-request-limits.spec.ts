@@ -247,18 +247,17 @@ describe.each(combinations)(
       });
     });
 
-    it('answers a bad limit with a 500 naming route and policy, logs it throttled, and charges nothing', async () => {
+    it('answers a bad limit with a 500, logs it naming route and policy, throttled, and charges nothing', async () => {
       const logger = new RecordingLogger();
       await withApp(boot(logger), async (app: RunningApp) => {
         const who = clientOn('platinum'); // no such plan: the function gives undefined
         const failures = [];
         for (let i = 0; i < 3; i++) failures.push(await app.get('/mixed', who));
         expect(failures.map((response) => response.status)).toEqual([500, 500, 500]);
+        // Route and policy go to the log; the client gets Nest's default 500.
         expect(await failures[0].json()).toEqual({
           statusCode: 500,
-          error: 'Internal Server Error',
-          message:
-            'Rate limit policy "plan" on PlansController.mixed: its limit function gave undefined, not a positive integer',
+          message: 'Internal Server Error',
         });
         expect(failures[0].headers.get('ratelimit')).toBeNull();
 
@@ -274,7 +273,7 @@ describe.each(combinations)(
         expect(rejected.status).toBe(500);
         // What the function threw goes to the log, not to the client.
         expect(((await rejected.json()) as { message: string }).message).toBe(
-          'Rate limit policy "plan" on PlansController.flaky: its limit function failed',
+          'Internal Server Error',
         );
       });
       expect(logger.warnings.filter((warning) => warning.startsWith('Rate limit policy'))).toEqual([
@@ -288,14 +287,14 @@ describe.each(combinations)(
         const response = await app.get('/trial', clientOn('pro'));
         expect(response.status).toBe(500);
         expect(((await response.json()) as { message: string }).message).toBe(
-          'Rate limit policy "trial" on PlansController.trial: its limit function gave 0, not a positive integer',
+          'Internal Server Error',
         );
       });
       await withApp(boot(undefined, undefined, true), async (app) => {
         const response = await app.get('/by-plan', clientOn('platinum'));
         expect(response.status).toBe(500);
-        expect(((await response.json()) as { message: string }).message).toMatch(
-          /^Rate limit policy "plan" on PlansController.byPlan: /,
+        expect(((await response.json()) as { message: string }).message).toBe(
+          'Internal Server Error',
         );
       });
     });

@@ -7,12 +7,14 @@ import {
   Module,
   Post,
   type Type,
+  UseGuards,
 } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
   RATE_LIMIT_CLOCK,
   RATE_LIMIT_OPTIONS,
   RateLimitConfigError,
+  RateLimitGuard,
   RateLimitModule,
   type ResolvedRateLimitOptions,
 } from '../../lib/index.js';
@@ -51,7 +53,7 @@ class ConfigModule {}
     RateLimitModule.forRootAsync({
       inject: [ConfigService],
       useFactory: (config: ConfigService) => ({
-        redis: config.get('REDIS_URL'),
+        redis: config.get('REDIS_URL') || undefined,
         policies: [{ limit: Number(config.get('LOGIN_LIMIT', 5)), window: '1m' }],
       }),
     }),
@@ -152,5 +154,43 @@ describe('RATE_LIMIT_CLOCK', () => {
       .compile();
     await expect(compiling).rejects.toThrow(RateLimitConfigError);
     await expect(compiling).rejects.toThrow(/option clock/);
+  });
+});
+
+/** A route of the app's that applies the guard itself, beside the global guard's. */
+@Controller()
+class GuardedController {
+  @Post('guarded')
+  @HttpCode(201)
+  @UseGuards(RateLimitGuard)
+  guarded() {
+    return 'ok';
+  }
+}
+
+describe('limiting off, as docs/testing.md says', () => {
+  it('lets every request through, on routes of the global guard and of @UseGuards(RateLimitGuard)', async () => {
+    @Module({
+      imports: [RateLimitModule.forRoot({ policies: [{ limit: 1, window: '1h' }] })],
+      controllers: [LoginController, GuardedController],
+    })
+    class AppModule {}
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+      .overrideProvider(RateLimitGuard)
+      .useValue({ canActivate: () => true })
+      .compile();
+    const app = moduleRef.createNestApplication();
+    try {
+      await app.listen(0, '127.0.0.1');
+      const url = await app.getUrl();
+      for (const path of ['/login', '/guarded']) {
+        const statuses = [];
+        for (let i = 0; i < 3; i++)
+          statuses.push((await fetch(url + path, { method: 'POST' })).status);
+        expect([path, ...statuses]).toEqual([path, 201, 201, 201]);
+      }
+    } finally {
+      await app.close();
+    }
   });
 });
