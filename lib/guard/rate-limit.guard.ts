@@ -59,7 +59,7 @@ export class RateLimitGuard implements CanActivate {
   [GLOBAL_GUARD] = false;
   private readonly responses: DenialResponses;
   /** False in a subclass that overrides deny or getResponse: its hooks answer every 429. */
-  private readonly rendersOwnDenials: boolean;
+  private readonly reusesDenials: boolean;
   /** Each route's last 429, for the next while it shows the same (see refuse). */
   private readonly lastDenials = new WeakMap<RoutePlan, RenderedDenials>();
   /**
@@ -88,7 +88,7 @@ export class RateLimitGuard implements CanActivate {
       options.onDecision || options.metrics
         ? new DecisionReporter(options, this.logger)
         : undefined;
-    this.rendersOwnDenials =
+    this.reusesDenials =
       this.deny === RateLimitGuard.prototype.deny &&
       this.getResponse === RateLimitGuard.prototype.getResponse;
     this.outcomes = new OutcomeWatcher(limiter, this.logger);
@@ -160,7 +160,7 @@ export class RateLimitGuard implements CanActivate {
     decision: RateLimitDecision,
     plan: RoutePlan,
   ): Promise<never> {
-    if (!this.rendersOwnDenials) {
+    if (!this.reusesDenials) {
       this.setHeaders(context, decision, plan);
       this.deny(context, decision);
     }
