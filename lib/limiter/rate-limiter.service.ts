@@ -187,6 +187,7 @@ export class RateLimiter implements OnApplicationShutdown {
     }
     const call = this.prepare(policies);
     const units = cost === undefined ? call.costs : call.policies.map(() => cost);
+    // Only for its check: a cost that is not a positive integer is refused as consume refuses it.
     call.policies.forEach((policy, i) => isBeyondCapacity(policy, units[i]));
     const clientKeys = call.policies.map(() => key);
     const latest = call.policies.map(() => undefined);
